@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Builds the binaries the tests run but the Go proxy cannot hand us ready-made:
+#
+#   envtest  kube-apiserver (k8s.io/kubernetes) and etcd (go.etcd.io/etcd/server/v3),
+#            the assets controller-runtime's envtest starts. setup-envtest cannot
+#            download on our machines, so we build them from module sources.
+#   bmo      the Bare Metal Operator, for end-to-end tests that want the real thing,
+#            with its CRDs (in crds/ beside the binary).
+#
+# Each binary lands in a per-user cache directory keyed by its version, so a
+# second run finds it and builds nothing. The directory is printed on stdout
+# (envtest: the value for KUBEBUILDER_ASSETS); progress goes to stderr.
+#
+# Usage: hack/tools-bin.sh envtest|bmo
+set -euo pipefail
+
+KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.36.3}"
+ETCD_VERSION="${ETCD_VERSION:-v3.6.6}"
+BMO_VERSION="${BMO_VERSION:-v0.13.2}"
+BMO_APIS_VERSION="${BMO_APIS_VERSION:-v0.13.2}"
+BMO_HARDWAREUTILS_VERSION="${BMO_HARDWAREUTILS_VERSION:-v0.13.1}"
+IRSO_API_VERSION="${IRSO_API_VERSION:-v0.8.0}"
+
+CACHE_ROOT="${CAPM3_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/capm3-tools}"
+
+log() { echo "tools-bin: $*" >&2; }
+
+# staging_version maps a kubernetes release (v1.X.Y) to its staging modules' tag (v0.X.Y).
+staging_version() { echo "v0.${1#v1.}"; }
+
+SCRATCH_DIRS=()
+cleanup() { [ ${#SCRATCH_DIRS[@]} -eq 0 ] || rm -rf "${SCRATCH_DIRS[@]}"; }
+trap cleanup EXIT
+
+# new_scratch_module sets SCRATCH to a fresh, empty throw-away module
+# directory, removed when the script exits. Builds happen outside the
+# repository so the project's go.mod never sees these (large, partly
+# unverifiable) dependency graphs.
+new_scratch_module() {
+	SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/capm3-tools.XXXXXX")"
+	SCRATCH_DIRS+=("$SCRATCH")
+	(cd "$SCRATCH" && go mod init capm3.local/tools >/dev/null 2>&1)
+}
+
+build_kube_apiserver() {
+	local out="$1" dir gomod staging
+	new_scratch_module
+	dir="$SCRATCH"
+	staging="$(staging_version "$KUBERNETES_VERSION")"
+	gomod="$(cd "$dir" && go mod download -json "k8s.io/kubernetes@${KUBERNETES_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+	[ -n "$gomod" ] || { log "cannot download k8s.io/kubernetes@${KUBERNETES_VERSION}"; return 1; }
+	# k8s.io/kubernetes replaces every staging module with a directory inside its
+	# own tree; as a dependency those replaces do not apply, so we point each one
+	# at its published release instead.
+	{
+		echo "require k8s.io/kubernetes ${KUBERNETES_VERSION}"
+		grep -E '^[[:space:]]*k8s\.io/[a-z0-9-]+ => \./staging/' "$gomod" |
+			awk -v v="$staging" '{print "replace " $1 " => " $1 " " v}'
+	} >>"$dir/go.mod"
+	log "building kube-apiserver ${KUBERNETES_VERSION} (first build takes several minutes)"
+	(cd "$dir" && go get "k8s.io/kubernetes/cmd/kube-apiserver@${KUBERNETES_VERSION}" >&2 &&
+		CGO_ENABLED=0 go build -trimpath -o "$out" k8s.io/kubernetes/cmd/kube-apiserver >&2)
+}
+
+build_etcd() {
+	local out="$1" dir
+	new_scratch_module
+	dir="$SCRATCH"
+	log "building etcd ${ETCD_VERSION}"
+	(cd "$dir" && go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >&2 &&
+		CGO_ENABLED=0 go build -trimpath -o "$out" go.etcd.io/etcd/server/v3 >&2)
+}
+
+build_bmo() {
+	local out="$1" dir
+	new_scratch_module
+	dir="$SCRATCH"
+	cat >>"$dir/go.mod" <<EOF
+require github.com/metal3-io/baremetal-operator ${BMO_VERSION}
+replace github.com/metal3-io/baremetal-operator/apis => github.com/metal3-io/baremetal-operator/apis ${BMO_APIS_VERSION}
+replace github.com/metal3-io/baremetal-operator/pkg/hardwareutils => github.com/metal3-io/baremetal-operator/pkg/hardwareutils ${BMO_HARDWAREUTILS_VERSION}
+replace github.com/metal3-io/ironic-standalone-operator/api => github.com/metal3-io/ironic-standalone-operator/api ${IRSO_API_VERSION}
+EOF
+	log "building baremetal-operator ${BMO_VERSION}"
+	# The checksum database has no entries for some metal3-io modules. Skipping it
+	# is scoped to this throw-away build; the project's go.mod stays verified.
+	(cd "$dir" && export GONOSUMDB=github.com/metal3-io GOFLAGS=-mod=mod &&
+		go get "github.com/metal3-io/baremetal-operator@${BMO_VERSION}" >&2 &&
+		CGO_ENABLED=0 go build -trimpath -o "$out" github.com/metal3-io/baremetal-operator >&2 &&
+		# Tests install the BMH CRDs that match the binary, so ship them together.
+		src="$(go list -m -f '{{.Dir}}' github.com/metal3-io/baremetal-operator)/config/base/crds/bases" &&
+		rm -rf "$(dirname "$out")/crds" && mkdir -p "$(dirname "$out")/crds" &&
+		cp "$src"/*.yaml "$(dirname "$out")/crds/" && chmod -R u+w "$(dirname "$out")/crds")
+}
+
+# ensure builds $name into $dir unless it is already there. Builds go to a
+# temporary name first so an interrupted build never leaves a half binary that
+# a later run would trust.
+ensure() {
+	local dir="$1" name="$2" builder="$3"
+	if [ -x "$dir/$name" ]; then
+		return 0
+	fi
+	mkdir -p "$dir"
+	local tmp="$dir/.$name.partial.$$"
+	"$builder" "$tmp"
+	mv -f "$tmp" "$dir/$name"
+}
+
+case "${1:-}" in
+envtest)
+	dir="$CACHE_ROOT/envtest/k8s-${KUBERNETES_VERSION}-etcd-${ETCD_VERSION}"
+	ensure "$dir" kube-apiserver build_kube_apiserver
+	ensure "$dir" etcd build_etcd
+	echo "$dir"
+	;;
+bmo)
+	dir="$CACHE_ROOT/bmo/${BMO_VERSION}"
+	ensure "$dir" baremetal-operator build_bmo
+	echo "$dir"
+	;;
+*)
+	echo "usage: $0 envtest|bmo" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,180 @@
+// Command manager runs the Cluster API infrastructure provider for Metal3: the
+// controllers and webhooks for Metal3Cluster, Metal3Machine, the data
+// templates and remediation.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	logsv1 "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/cluster-api/util/flags"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+const (
+	// controllerName identifies this manager to API servers (user agent, field manager).
+	controllerName = "cluster-api-provider-metal3-manager"
+
+	// gracefulShutdownTimeout bounds how long in-flight reconciles may take to
+	// finish after the manager is told to stop.
+	gracefulShutdownTimeout = 30 * time.Second
+)
+
+func main() {
+	ctx := ctrl.SetupSignalHandler()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// run parses args, builds the manager and blocks until ctx is cancelled or the
+// manager fails. It is main without the process: tests call it directly.
+func run(ctx context.Context, args []string) error {
+	opts := newOptions()
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	opts.addFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	if err := logsv1.ValidateAndApply(opts.logOptions, nil); err != nil {
+		return fmt.Errorf("apply logging options: %w", err)
+	}
+	ctrl.SetLogger(klog.Background())
+	log := ctrl.Log.WithName("setup")
+
+	restConfig, err := loadRestConfig(opts.kubeconfig)
+	if err != nil {
+		return err
+	}
+	restConfig.QPS = opts.restConfigQPS
+	restConfig.Burst = opts.restConfigBurst
+	restConfig.UserAgent = rest.DefaultKubernetesUserAgent() + "/" + controllerName
+
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+
+	mgr, err := newManager(restConfig, scheme, opts)
+	if err != nil {
+		return err
+	}
+	if err := setupReconcilers(ctx, mgr, opts); err != nil {
+		return err
+	}
+	if err := setupWebhooks(mgr, opts); err != nil {
+		return err
+	}
+	if err := setupChecks(mgr, opts); err != nil {
+		return err
+	}
+
+	log.Info("starting manager", "namespace", opts.watchNamespace, "watchFilter", opts.watchFilterValue)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}
+
+// loadRestConfig reads the management cluster's configuration from an
+// explicit kubeconfig path, else from controller-runtime's usual sources
+// ($KUBECONFIG, in-cluster service account, ~/.kube/config).
+func loadRestConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load management cluster configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+func newManager(restConfig *rest.Config, scheme *runtime.Scheme, opts *options) (ctrl.Manager, error) {
+	tlsOptions, metricsOptions, err := flags.GetManagerOptions(opts.managerOptions)
+	if err != nil {
+		return nil, fmt.Errorf("TLS or diagnostics options: %w", err)
+	}
+
+	cacheOptions := cache.Options{SyncPeriod: &opts.syncPeriod}
+	if opts.watchNamespace != "" {
+		cacheOptions.DefaultNamespaces = map[string]cache.Config{opts.watchNamespace: {}}
+	}
+
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       *metricsOptions,
+		HealthProbeBindAddress:        opts.healthAddr,
+		LeaderElection:                opts.leaderElect,
+		LeaderElectionID:              opts.leaderElectionID,
+		LeaderElectionNamespace:       opts.leaderElectionNamespace,
+		LeaderElectionResourceLock:    resourcelock.LeasesResourceLock,
+		LeaseDuration:                 &opts.leaderElectLeaseDuration,
+		RenewDeadline:                 &opts.leaderElectRenewDeadline,
+		RetryPeriod:                   &opts.leaderElectRetryPeriod,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptrTo(gracefulShutdownTimeout),
+		Cache:                         cacheOptions,
+		Client: client.Options{
+			Cache: &client.CacheOptions{
+				// Bootstrap data and identity Secrets are read rarely and
+				// cluster-wide caching of every Secret would cost memory for
+				// nothing; read them from the API server.
+				DisableFor: uncachedObjects(),
+			},
+		},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    opts.webhookHost,
+			Port:    opts.webhookPort,
+			CertDir: opts.webhookCertDir,
+			TLSOpts: tlsOptions,
+		}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	return mgr, nil
+}
+
+// setupChecks registers the probe endpoints. Readiness includes the webhook
+// server when it runs, so a pod is not put behind the webhook Service before
+// it can answer.
+func setupChecks(mgr ctrl.Manager, opts *options) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add healthz check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add readyz check: %w", err)
+	}
+	if webhooksEnabled(opts) {
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return fmt.Errorf("add webhook readyz check: %w", err)
+		}
+	}
+	return nil
+}
+
+func webhooksEnabled(opts *options) bool { return opts.webhookPort != 0 }
+
+func ptrTo[T any](v T) *T { return &v }

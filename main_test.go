@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+)
+
+func httpStatus(url string) (int, string, error) {
+	resp, err := http.Get(url) //nolint:noctx // short-lived probe against a local test server
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(body), nil
+}
+
+// TestManagerAgainstAPIServer starts the manager binary's run function
+// against a real kube-apiserver and checks what an operator relies on: the
+// probes answer, metrics are served, the leader lease is taken, and a stop
+// signal shuts it down cleanly and hands the lease back.
+func TestManagerAgainstAPIServer(t *testing.T) {
+	g := NewWithT(t)
+	scheme, err := newScheme()
+	g.Expect(err).NotTo(HaveOccurred())
+	env := testenv.Start(t, testenv.Options{Scheme: scheme})
+	kubeconfig := env.WriteKubeconfig(t)
+
+	healthAddr := testenv.FreeLoopbackAddr(t)
+	metricsAddr := testenv.FreeLoopbackAddr(t)
+	const leaseName = "capm3-manager-test"
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{
+			"--kubeconfig", kubeconfig,
+			"--health-addr", healthAddr,
+			"--diagnostics-address", metricsAddr,
+			"--insecure-diagnostics",
+			"--webhook-port", "0",
+			"--leader-elect",
+			"--leader-elect-id", leaseName,
+			"--leader-elect-namespace", "default",
+			"--leader-elect-lease-duration", "4s",
+			"--leader-elect-renew-deadline", "3s",
+			"--leader-elect-retry-period", "500ms",
+		})
+	}()
+
+	g.Eventually(func() (int, error) {
+		code, _, err := httpStatus("http://" + healthAddr + "/readyz")
+		return code, err
+	}).WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).
+		Should(Equal(http.StatusOK), "readyz should answer once the manager runs")
+
+	code, _, err := httpStatus("http://" + healthAddr + "/healthz")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(code).To(Equal(http.StatusOK), "healthz")
+
+	lease := &coordinationv1.Lease{}
+	g.Eventually(func() (string, error) {
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: leaseName}, lease); err != nil {
+			return "", err
+		}
+		return ptrValue(lease.Spec.HolderIdentity), nil
+	}).WithTimeout(30*time.Second).Should(Not(BeEmpty()), "the manager should take the leader election lease")
+
+	g.Eventually(func() (string, error) {
+		_, body, err := httpStatus("http://" + metricsAddr + "/metrics")
+		return body, err
+	}).WithTimeout(10*time.Second).Should(ContainSubstring("leader_election_master_status"),
+		"metrics should be served and report leader election")
+
+	cancel()
+	select {
+	case err := <-done:
+		g.Expect(err).NotTo(HaveOccurred(), "manager should stop cleanly on cancellation")
+	case <-time.After(gracefulShutdownTimeout + 10*time.Second):
+		t.Fatal("manager did not stop after cancellation")
+	}
+
+	// LeaderElectionReleaseOnCancel: a replacement pod must not wait a whole
+	// lease duration after a clean rollout.
+	g.Expect(env.Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: leaseName}, lease)).To(Succeed())
+	g.Expect(ptrValue(lease.Spec.HolderIdentity)).To(BeEmpty(), "lease should be released on shutdown")
+}
+
+func ptrValue(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func TestRunRejectsInvalidFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"unknown flag", []string{"--no-such-flag"}, "unknown flag"},
+		{"renew deadline not shorter than lease", []string{"--leader-elect", "--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=5s"}, "--leader-elect-renew-deadline"},
+		{"webhook port out of range", []string{"--webhook-port=70000"}, "--webhook-port"},
+		{"zero QPS", []string{"--kube-api-qps=0"}, "--kube-api-qps"},
+		{"zero sync period", []string{"--sync-period=0s"}, "--sync-period"},
+		{"zero machine concurrency", []string{"--metal3machine-concurrency=0"}, "--metal3machine-concurrency"},
+		{"unreadable kubeconfig", []string{"--kubeconfig=/nonexistent/kubeconfig"}, "/nonexistent/kubeconfig"},
+		{"bad TLS version", []string{"--tls-min-version=VersionTLS99"}, "VersionTLS99"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := run(context.Background(), tt.args)
+			if err == nil {
+				t.Fatalf("run(%v) succeeded, want error containing %q", tt.args, tt.wantErr)
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("run(%v) = %v, want error containing %q", tt.args, err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/component-base/logs"
+	logsv1 "k8s.io/component-base/logs/api/v1"
+	"sigs.k8s.io/cluster-api/util/flags"
+)
+
+// options is everything the manager can be told on its command line. It is a
+// value, not a set of package globals, so a test can start several managers
+// in one process with different settings.
+type options struct {
+	kubeconfig string
+
+	healthAddr string
+
+	leaderElect              bool
+	leaderElectionID         string
+	leaderElectionNamespace  string
+	leaderElectLeaseDuration time.Duration
+	leaderElectRenewDeadline time.Duration
+	leaderElectRetryPeriod   time.Duration
+
+	// watchNamespace limits the manager to one namespace (CAPI contract:
+	// --namespace); empty means every namespace.
+	watchNamespace string
+	// watchFilterValue limits reconciles to objects labelled
+	// cluster.x-k8s.io/watch-filter=<value> (CAPI contract: --watch-filter).
+	watchFilterValue string
+
+	webhookPort    int
+	webhookCertDir string
+	// webhookHost is the address the webhook server binds to; empty means all
+	// interfaces. Tests bind to loopback.
+	webhookHost string
+
+	syncPeriod      time.Duration
+	restConfigQPS   float32
+	restConfigBurst int
+
+	concurrency concurrency
+
+	managerOptions flags.ManagerOptions
+	logOptions     *logs.Options
+}
+
+// concurrency is the number of parallel workers per controller. Bare metal
+// provisioning is slow and mostly waits on hosts, so the defaults stay small.
+type concurrency struct {
+	metal3Cluster         int
+	metal3Machine         int
+	metal3MachineTemplate int
+	metal3DataTemplate    int
+	metal3Data            int
+	metal3Remediation     int
+}
+
+func newOptions() *options {
+	return &options{logOptions: logs.NewOptions()}
+}
+
+func (o *options) addFlags(fs *pflag.FlagSet) {
+	logsv1.AddFlags(o.logOptions, fs)
+
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "",
+		"Path to a kubeconfig for the management cluster. Empty: $KUBECONFIG, then in-cluster configuration.")
+	fs.StringVar(&o.healthAddr, "health-addr", ":9440",
+		"The address the health (/healthz) and readiness (/readyz) probe endpoints bind to.")
+
+	fs.BoolVar(&o.leaderElect, "leader-elect", false,
+		"Enable leader election, so that only one of several replicas reconciles at a time.")
+	fs.StringVar(&o.leaderElectionID, "leader-elect-id", "controller-leader-election-capm3",
+		"Name of the Lease object used for leader election.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-elect-namespace", "",
+		"Namespace of the leader election Lease. Empty: the namespace the manager runs in.")
+	fs.DurationVar(&o.leaderElectLeaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"How long non-leader candidates wait before trying to take over an unrenewed lease.")
+	fs.DurationVar(&o.leaderElectRenewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader keeps retrying to renew its lease before giving up leadership.")
+	fs.DurationVar(&o.leaderElectRetryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"How long leader election clients wait between attempts.")
+
+	fs.StringVar(&o.watchNamespace, "namespace", "",
+		"Namespace the controllers watch for Metal3 objects. Empty: all namespaces.")
+	fs.StringVar(&o.watchFilterValue, "watch-filter", "",
+		"Only reconcile objects whose cluster.x-k8s.io/watch-filter label has this value. Empty: no filter.")
+
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443,
+		"Port the webhook server listens on. 0 disables the webhook server.")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs/",
+		"Directory holding tls.crt and tls.key for the webhook server.")
+	fs.StringVar(&o.webhookHost, "webhook-host", "",
+		"Address the webhook server binds to. Empty: all interfaces.")
+
+	fs.DurationVar(&o.syncPeriod, "sync-period", 10*time.Minute,
+		"How often every watched object is reconciled even without changes.")
+	fs.Float32Var(&o.restConfigQPS, "kube-api-qps", 20,
+		"Maximum queries per second to the management cluster's API server.")
+	fs.IntVar(&o.restConfigBurst, "kube-api-burst", 30,
+		"Maximum burst of queries to the management cluster's API server.")
+
+	fs.IntVar(&o.concurrency.metal3Cluster, "metal3cluster-concurrency", 10,
+		"Number of Metal3Clusters reconciled in parallel.")
+	fs.IntVar(&o.concurrency.metal3Machine, "metal3machine-concurrency", 10,
+		"Number of Metal3Machines reconciled in parallel.")
+	fs.IntVar(&o.concurrency.metal3MachineTemplate, "metal3machinetemplate-concurrency", 10,
+		"Number of Metal3MachineTemplates reconciled in parallel.")
+	fs.IntVar(&o.concurrency.metal3DataTemplate, "metal3datatemplate-concurrency", 10,
+		"Number of Metal3DataTemplates reconciled in parallel.")
+	fs.IntVar(&o.concurrency.metal3Data, "metal3data-concurrency", 10,
+		"Number of Metal3Data reconciled in parallel.")
+	fs.IntVar(&o.concurrency.metal3Remediation, "metal3remediation-concurrency", 10,
+		"Number of Metal3Remediations reconciled in parallel.")
+
+	// --diagnostics-address (metrics, served over authenticated HTTPS unless
+	// --insecure-diagnostics), --tls-min-version, --tls-cipher-suites and
+	// --tls-curve-preferences: the same flags and semantics as every CAPI provider.
+	flags.AddManagerOptions(fs, &o.managerOptions)
+}
+
+// validate rejects combinations the manager cannot run with, before anything starts.
+func (o *options) validate() error {
+	if o.leaderElect && o.leaderElectRenewDeadline >= o.leaderElectLeaseDuration {
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)",
+			o.leaderElectRenewDeadline, o.leaderElectLeaseDuration)
+	}
+	if _, _, err := flags.GetManagerOptions(o.managerOptions); err != nil {
+		return fmt.Errorf("TLS or diagnostics flags: %w", err)
+	}
+	if o.webhookPort < 0 || o.webhookPort > 65535 {
+		return fmt.Errorf("--webhook-port %d is not a port", o.webhookPort)
+	}
+	if o.restConfigQPS <= 0 || o.restConfigBurst <= 0 {
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
+	}
+	if o.syncPeriod <= 0 {
+		return fmt.Errorf("--sync-period must be positive")
+	}
+	for name, n := range map[string]int{
+		"metal3cluster": o.concurrency.metal3Cluster, "metal3machine": o.concurrency.metal3Machine,
+		"metal3machinetemplate": o.concurrency.metal3MachineTemplate, "metal3datatemplate": o.concurrency.metal3DataTemplate,
+		"metal3data": o.concurrency.metal3Data, "metal3remediation": o.concurrency.metal3Remediation,
+	} {
+		if n < 1 {
+			return fmt.Errorf("--%s-concurrency must be at least 1, got %d", name, n)
+		}
+	}
+	return nil
+}
