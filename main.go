@@ -34,29 +34,42 @@ const (
 )
 
 func main() {
-	ctx := ctrl.SetupSignalHandler()
-	if err := run(ctx, os.Args[1:]); err != nil {
+	opts, err := parseOptions(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	// Logging is process-wide and can be configured once, so it is set up
+	// here rather than in run, which tests call repeatedly.
+	if err := logsv1.ValidateAndApply(opts.logOptions, nil); err != nil {
+		fmt.Fprintf(os.Stderr, "apply logging options: %v\n", err)
+		os.Exit(2)
+	}
+	ctrl.SetLogger(klog.Background())
+
+	if err := run(ctrl.SetupSignalHandler(), opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-// run parses args, builds the manager and blocks until ctx is cancelled or the
-// manager fails. It is main without the process: tests call it directly.
-func run(ctx context.Context, args []string) error {
+// parseOptions reads and checks the command line.
+func parseOptions(args []string) (*options, error) {
 	opts := newOptions()
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
 	opts.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
 	if err := opts.validate(); err != nil {
-		return err
+		return nil, err
 	}
-	if err := logsv1.ValidateAndApply(opts.logOptions, nil); err != nil {
-		return fmt.Errorf("apply logging options: %w", err)
-	}
-	ctrl.SetLogger(klog.Background())
+	return opts, nil
+}
+
+// run builds the manager and blocks until ctx is cancelled or the manager
+// fails. It is main without the process: tests call it directly.
+func run(ctx context.Context, opts *options) error {
 	log := ctrl.Log.WithName("setup")
 
 	restConfig, err := loadRestConfig(opts.kubeconfig)

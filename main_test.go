@@ -43,21 +43,21 @@ func TestManagerAgainstAPIServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{
-			"--kubeconfig", kubeconfig,
-			"--health-addr", healthAddr,
-			"--diagnostics-address", metricsAddr,
-			"--insecure-diagnostics",
-			"--webhook-port", "0",
-			"--leader-elect",
-			"--leader-elect-id", leaseName,
-			"--leader-elect-namespace", "default",
-			"--leader-elect-lease-duration", "4s",
-			"--leader-elect-renew-deadline", "3s",
-			"--leader-elect-retry-period", "500ms",
-		})
-	}()
+	opts, err := parseOptions([]string{
+		"--kubeconfig", kubeconfig,
+		"--health-addr", healthAddr,
+		"--diagnostics-address", metricsAddr,
+		"--insecure-diagnostics",
+		"--webhook-port", "0",
+		"--leader-elect",
+		"--leader-elect-id", leaseName,
+		"--leader-elect-namespace", "default",
+		"--leader-elect-lease-duration", "4s",
+		"--leader-elect-renew-deadline", "3s",
+		"--leader-elect-retry-period", "500ms",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { done <- run(ctx, opts) }()
 
 	g.Eventually(func() (int, error) {
 		code, _, err := httpStatus("http://" + healthAddr + "/readyz")
@@ -121,7 +121,10 @@ func TestRunRejectsInvalidFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := run(context.Background(), tt.args)
+			opts, err := parseOptions(tt.args)
+			if err == nil {
+				err = run(context.Background(), opts)
+			}
 			if err == nil {
 				t.Fatalf("run(%v) succeeded, want error containing %q", tt.args, tt.wantErr)
 			}
