@@ -12,6 +12,9 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/webhooks"
 )
 
 // newScheme knows every API the manager reads or writes: core Kubernetes,
@@ -23,6 +26,7 @@ func newScheme() (*runtime.Scheme, error) {
 		clusterv1.AddToScheme,
 		bmov1alpha1.AddToScheme,
 		ipamv1.AddToScheme,
+		infrav1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
@@ -44,9 +48,12 @@ func setupReconcilers(_ context.Context, _ ctrl.Manager, _ *options) error {
 
 // setupWebhooks registers the defaulting and validating webhooks, unless the
 // webhook server is disabled (--webhook-port=0).
-func setupWebhooks(_ ctrl.Manager, opts *options) error {
+func setupWebhooks(mgr ctrl.Manager, opts *options) error {
 	if !webhooksEnabled(opts) {
 		return nil
 	}
-	return nil
+	return webhooks.SetupWithManager(mgr)
 }
+
+// The event recorder of every controller writes Events.
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

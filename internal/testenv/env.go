@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -18,6 +19,8 @@ type Options struct {
 	Scheme *runtime.Scheme
 	// CRDDirectoryPaths are installed before Start returns.
 	CRDDirectoryPaths []string
+	// CRDs are installed before Start returns, like CRDDirectoryPaths.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// WebhookPaths hold webhook configuration manifests to install; envtest
 	// rewrites them to point at its local webhook server.
 	WebhookPaths []string
@@ -40,6 +43,7 @@ func Start(t testing.TB, opts Options) *Env {
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
+		CRDs:                  opts.CRDs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                opts.Scheme,
 	}

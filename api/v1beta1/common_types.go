@@ -1,0 +1,130 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1beta1
+
+// IdentityRef names the credentials used to reach the BareMetalHosts: a
+// Secret, in the same namespace as the object that refers to it, holding a
+// kubeconfig under the key "kubeconfig" (else "value"). The BareMetalHosts are
+// looked up in the namespace of the chosen context, or in the referring
+// object's namespace when the context sets none.
+type IdentityRef struct {
+	// name of the Secret holding the kubeconfig.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// context selects a context of the kubeconfig. Empty means the
+	// kubeconfig's current context.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Context string `json:"context,omitempty"`
+}
+
+// IdentitySource says where the credentials in use come from.
+// +kubebuilder:validation:Enum=InCluster;Secret
+type IdentitySource string
+
+const (
+	// IdentitySourceInCluster means the provider's own credentials, with the
+	// BareMetalHosts in the object's namespace.
+	IdentitySourceInCluster IdentitySource = "InCluster"
+	// IdentitySourceSecret means a kubeconfig Secret named by an identityRef.
+	IdentitySourceSecret IdentitySource = "Secret"
+)
+
+// IdentityStatus reports the identity an object was last reconciled with,
+// after resolution (a Metal3Machine inherits its Metal3Cluster's identityRef
+// unless it sets its own).
+type IdentityStatus struct {
+	// source of the credentials.
+	// +optional
+	Source IdentitySource `json:"source,omitempty"`
+
+	// secretName is the kubeconfig Secret, when source is Secret.
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+
+	// context of the kubeconfig in use, when source is Secret.
+	// +optional
+	Context string `json:"context,omitempty"`
+
+	// hostNamespace is the namespace where the BareMetalHosts are looked up.
+	// +optional
+	HostNamespace string `json:"hostNamespace,omitempty"`
+}
+
+// SecretReference points at a Secret. Upstream CAPM3 uses this shape for
+// user data, metadata and network data references.
+type SecretReference struct {
+	// name of the Secret.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// namespace of the Secret. Empty means the namespace of the referring
+	// object.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Condition types shared by several kinds. Ready and Paused follow the CAPI
+// v1beta2 contract; CAPI mirrors Ready into the owning object's
+// InfrastructureReady condition.
+const (
+	// ReadyCondition summarises whether the object is in its desired state.
+	ReadyCondition = "Ready"
+	// PausedCondition is true while the Cluster is paused (spec.paused) or the
+	// object carries the cluster.x-k8s.io/paused annotation.
+	PausedCondition = "Paused"
+	// IdentityReadyCondition reports whether the identity in use can reach
+	// the BareMetalHosts with the permissions the provider needs.
+	IdentityReadyCondition = "IdentityReady"
+)
+
+// Reasons of the IdentityReady condition. Each names what a user must fix.
+const (
+	// IdentityInClusterReason: no identityRef, the provider's own credentials are used.
+	IdentityInClusterReason = "InCluster"
+	// IdentityReadyReason: the kubeconfig works and grants what is needed.
+	IdentityReadyReason = "Ready"
+	// IdentitySecretNotFoundReason: the Secret named by identityRef does not exist.
+	IdentitySecretNotFoundReason = "SecretNotFound"
+	// IdentityInvalidKubeconfigReason: the Secret holds no usable kubeconfig,
+	// or one that uses a forbidden feature (exec plugin, file path, ...).
+	IdentityInvalidKubeconfigReason = "InvalidKubeconfig"
+	// IdentityContextNotFoundReason: the requested context is not in the kubeconfig.
+	IdentityContextNotFoundReason = "ContextNotFound"
+	// IdentityUnreachableReason: the API server of the kubeconfig cannot be reached.
+	IdentityUnreachableReason = "Unreachable"
+	// IdentityUnauthorizedReason: the API server rejects the credentials.
+	IdentityUnauthorizedReason = "Unauthorized"
+	// IdentityForbiddenReason: the credentials lack a permission the provider needs.
+	IdentityForbiddenReason = "Forbidden"
+)
+
+// Generic reasons usable by any condition.
+const (
+	// ReadyReason is used when a condition is true because all is well.
+	ReadyReason = "Ready"
+	// NotReadyReason is used when a summary condition is false.
+	NotReadyReason = "NotReady"
+	// PausedReason is used on the Paused condition while paused.
+	PausedReason = "Paused"
+	// NotPausedReason is used on the Paused condition while not paused.
+	NotPausedReason = "NotPaused"
+	// DeletingReason is used while the object is being deleted.
+	DeletingReason = "Deleting"
+)

@@ -1,0 +1,105 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/cluster-api/util/topology"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// maxContextNameLength bounds identityRef.context; kubeconfig context names
+// are free-form but a kilobyte of name is a mistake, not a context.
+const maxContextNameLength = 253
+
+// validateIdentityRef checks that ref can name a Secret: the Secret itself is
+// looked up at reconcile time and reported through the IdentityReady condition.
+func validateIdentityRef(ref *infrav1.IdentityRef, path *field.Path) field.ErrorList {
+	if ref == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if ref.Name == "" {
+		errs = append(errs, field.Required(path.Child("name"), "name of the kubeconfig Secret is required"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(ref.Name) {
+			errs = append(errs, field.Invalid(path.Child("name"), ref.Name, "must be a valid Secret name: "+msg))
+		}
+	}
+	if len(ref.Context) > maxContextNameLength {
+		errs = append(errs, field.TooLong(path.Child("context"), ref.Context, maxContextNameLength))
+	}
+	return errs
+}
+
+// validateLocalSecretName checks a Secret reference that the provider reads
+// with its own credentials. Such a Secret must be in the referring object's
+// namespace: otherwise a tenant could make the provider copy another
+// namespace's Secret next to a host it controls.
+func validateLocalSecretName(name, namespace, ownNamespace string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if name == "" {
+		errs = append(errs, field.Required(path.Child("name"), "name of the Secret is required"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			errs = append(errs, field.Invalid(path.Child("name"), name, "must be a valid Secret name: "+msg))
+		}
+	}
+	if namespace != "" && ownNamespace != "" && namespace != ownNamespace {
+		errs = append(errs, field.Forbidden(path.Child("namespace"),
+			fmt.Sprintf("must be empty or %q: Secrets are only read from the object's own namespace", ownNamespace)))
+	}
+	return errs
+}
+
+// validateHostOrIP accepts an IP address or a DNS name.
+func validateHostOrIP(host string, path *field.Path) field.ErrorList {
+	if net.ParseIP(host) != nil {
+		return nil
+	}
+	if msgs := validation.IsDNS1123Subdomain(strings.ToLower(host)); len(msgs) > 0 {
+		return field.ErrorList{field.Invalid(path, host, "must be an IP address or a DNS name")}
+	}
+	return nil
+}
+
+// validatePort accepts a TCP port number.
+func validatePort(port int, path *field.Path) field.ErrorList {
+	if port < 1 || port > 65535 {
+		return field.ErrorList{field.Invalid(path, port, "must be a port between 1 and 65535")}
+	}
+	return nil
+}
+
+// toAPIError turns field errors into the Invalid error the API server returns
+// to the client, listing every field at once.
+func toAPIError(gk schema.GroupKind, name string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(gk, name, errs)
+}
+
+// isTopologyDryRun reports whether the request is a server-side-apply dry run
+// by CAPI's topology controller, which must be allowed to compute changes to
+// templates that are otherwise immutable (CAPI InfraMachineTemplate contract).
+func isTopologyDryRun(ctx context.Context, obj client.Object) bool {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return false
+	}
+	return topology.IsDryRunRequest(req, obj)
+}
+
+func groupKind(kind string) schema.GroupKind {
+	return schema.GroupKind{Group: infrav1.GroupVersion.Group, Kind: kind}
+}

@@ -1,0 +1,410 @@
+package webhooks_test
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/webhooks"
+)
+
+const tenantNamespace = "tenant-a"
+
+// apiServerWithWebhooks starts a kube-apiserver with the provider's CRDs as
+// kustomize builds them (config/crd) and the generated webhook configuration
+// (config/webhook), served by our webhooks in a manager.
+func apiServerWithWebhooks(t *testing.T) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, infrav1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := testenv.Start(t, testenv.Options{
+		Scheme:       scheme,
+		CRDs:         testenv.ProviderCRDs(t),
+		WebhookPaths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+	})
+
+	wio := env.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
+		}),
+	})
+	if err != nil {
+		t.Fatalf("create manager: %v", err)
+	}
+	if err := webhooks.SetupWithManager(mgr); err != nil {
+		t.Fatalf("set up webhooks: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	addr := net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))
+	NewWithT(t).Eventually(func() error {
+		dialer := &tls.Dialer{
+			NetDialer: &net.Dialer{Timeout: time.Second},
+			// A local test server with a throw-away certificate.
+			Config: &tls.Config{InsecureSkipVerify: true},
+		}
+		conn, err := dialer.DialContext(context.Background(), "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}).WithTimeout(30*time.Second).Should(Succeed(), "webhook server should start serving")
+
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNamespace}}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	return env.Client
+}
+
+func fromYAML(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+		t.Fatalf("decode manifest: %v\n%s", err, doc)
+	}
+	return obj
+}
+
+// TestAPIServerAdmission runs the whole admission chain of a real API server:
+// CRD schema validation, our defaulting and our validation.
+func TestAPIServerAdmission(t *testing.T) {
+	c := apiServerWithWebhooks(t)
+	ctx := context.Background()
+
+	t.Run("installed CRDs carry the CAPI contract label", func(t *testing.T) {
+		g := NewWithT(t)
+		crds := &apiextensionsv1.CustomResourceDefinitionList{}
+		g.Expect(c.List(ctx, crds, client.MatchingLabels{"cluster.x-k8s.io/v1beta2": "v1beta1"})).To(Succeed())
+		var names []string
+		for _, crd := range crds.Items {
+			names = append(names, crd.Spec.Names.Kind)
+		}
+		g.Expect(names).To(ConsistOf("Metal3Cluster", "Metal3ClusterTemplate", "Metal3Machine", "Metal3MachineTemplate",
+			"Metal3DataTemplate", "Metal3DataClaim", "Metal3Data", "Metal3Remediation", "Metal3RemediationTemplate"))
+	})
+
+	t.Run("every upstream-shaped sample is accepted", func(t *testing.T) {
+		root, err := testenv.ModuleRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := filepath.Glob(filepath.Join(root, "api", "v1beta1", "testdata", "samples", "*.yaml"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no samples found: %v", err)
+		}
+		for _, file := range files {
+			t.Run(filepath.Base(file), func(t *testing.T) {
+				data, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				obj := fromYAML(t, string(data))
+				obj.SetNamespace(tenantNamespace)
+				if err := c.Create(ctx, obj); err != nil {
+					t.Fatalf("%s was rejected: %v", filepath.Base(file), err)
+				}
+			})
+		}
+	})
+
+	invalid := []struct {
+		name     string
+		manifest string
+		// wantInMessage are substrings of the API server's error: the field
+		// path, and what is wrong with it.
+		wantInMessage []string
+	}{
+		{
+			name: "Metal3Cluster with an empty identityRef name",
+			manifest: `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3Cluster
+metadata: {name: empty-identity, namespace: tenant-a}
+spec:
+  controlPlaneEndpoint: {host: 192.168.111.249, port: 6443}
+  identityRef: {name: ""}`,
+			wantInMessage: []string{"spec.identityRef.name"},
+		},
+		{
+			name: "Metal3MachineTemplate with an empty identityRef name",
+			manifest: `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3MachineTemplate
+metadata: {name: empty-identity, namespace: tenant-a}
+spec:
+  template:
+    spec:
+      image: {url: "http://172.22.0.1/images/node.qcow2", checksum: "http://172.22.0.1/images/node.qcow2.sha256sum"}
+      identityRef: {name: ""}`,
+			wantInMessage: []string{"spec.template.spec.identityRef.name"},
+		},
+		{
+			name: "Metal3Cluster with an identityRef that cannot name a Secret",
+			manifest: `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3Cluster
+metadata: {name: bad-identity, namespace: tenant-a}
+spec:
+  controlPlaneEndpoint: {host: 192.168.111.249, port: 6443}
+  identityRef: {name: "Pool_East"}`,
+			wantInMessage: []string{"spec.identityRef.name", "valid Secret name"},
+		},
+		{
+			name: "Metal3Cluster without a control plane endpoint",
+			manifest: `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3Cluster
+metadata: {name: no-endpoint, namespace: tenant-a}
+spec: {}`,
+			wantInMessage: []string{"spec.controlPlaneEndpoint.host", "Required"},
+		},
+		{
+			name: "Metal3Machine with image and customDeploy",
+			manifest: `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3Machine
+metadata: {name: both, namespace: tenant-a}
+spec:
+  image: {url: "http://172.22.0.1/images/node.qcow2", checksum: "http://172.22.0.1/images/node.qcow2.sha256sum"}
+  customDeploy: {method: install_coreos}`,
+			wantInMessage: []string{"spec.customDeploy", "mutually exclusive"},
+		},
+		{
+			name: "Metal3Machine whose checksum does not fit its type",
+			manifest: `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3Machine
+metadata: {name: short-checksum, namespace: tenant-a}
+spec:
+  image: {url: "http://172.22.0.1/images/node.qcow2", checksum: "abcdef0123", checksumType: sha256}`,
+			wantInMessage: []string{"spec.image.checksum", "64 hex digits"},
+		},
+		{
+			name: "Metal3Machine reading user data from another namespace",
+			manifest: `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3Machine
+metadata: {name: foreign-userdata, namespace: tenant-a}
+spec:
+  customDeploy: {method: install_coreos}
+  userData: {name: user-data, namespace: tenant-b}`,
+			wantInMessage: []string{"spec.userData.namespace"},
+		},
+		{
+			name: "Metal3Machine with an unknown checksum type (CRD enum)",
+			manifest: `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3Machine
+metadata: {name: bad-enum, namespace: tenant-a}
+spec:
+  image: {url: "http://172.22.0.1/images/node.qcow2", checksum: "abc", checksumType: crc32}`,
+			wantInMessage: []string{"spec.image.checksumType", "Unsupported value"},
+		},
+		{
+			name: "Metal3DataTemplate writing one metadata key twice",
+			manifest: `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3DataTemplate
+metadata: {name: dup-key, namespace: tenant-a}
+spec:
+  clusterName: cluster-a
+  metaData:
+    strings: [{key: role, value: worker}]
+    objectNames: [{key: role, object: machine}]`,
+			wantInMessage: []string{"spec.metaData.objectNames[0].key", "Duplicate value"},
+		},
+		{
+			name: "Metal3DataTemplate with a network on a missing link",
+			manifest: `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3DataTemplate
+metadata: {name: missing-link, namespace: tenant-a}
+spec:
+  clusterName: cluster-a
+  networkData:
+    networks:
+      ipv4DHCP: [{id: provisioning, link: eth9}]`,
+			wantInMessage: []string{"spec.networkData.networks.ipv4DHCP[0].link", "Not found"},
+		},
+		{
+			name: "Metal3Remediation with an unknown strategy",
+			manifest: `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3Remediation
+metadata: {name: reprovision, namespace: tenant-a}
+spec:
+  strategy: {type: Reprovision, retryLimit: 1, timeout: 300s}`,
+			wantInMessage: []string{"spec.strategy.type", "Unsupported value"},
+		},
+		{
+			name: "Metal3RemediationTemplate with a timeout too short for a reboot",
+			manifest: `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3RemediationTemplate
+metadata: {name: quick, namespace: tenant-a}
+spec:
+  template:
+    spec:
+      strategy: {type: Reboot, retryLimit: 1, timeout: 10s}`,
+			wantInMessage: []string{"spec.template.spec.strategy.timeout"},
+		},
+	}
+	for _, tc := range invalid {
+		t.Run("rejects "+tc.name, func(t *testing.T) {
+			err := c.Create(ctx, fromYAML(t, tc.manifest))
+			if err == nil {
+				t.Fatalf("%s was accepted", tc.name)
+			}
+			for _, want := range tc.wantInMessage {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err.Error(), want)
+				}
+			}
+		})
+	}
+
+	t.Run("defaults are applied", func(t *testing.T) {
+		g := NewWithT(t)
+		cluster := fromYAML(t, `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3Cluster
+metadata: {name: defaulted, namespace: tenant-a}
+spec:
+  controlPlaneEndpoint: {host: api.cluster-a.example.com}
+  noCloudProvider: true`)
+		// port is required by the upstream schema; the webhook fills it in
+		// before the schema is checked.
+		g.Expect(c.Create(ctx, cluster)).To(Succeed())
+		got := &infrav1.Metal3Cluster{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cluster), got)).To(Succeed())
+		g.Expect(got.Spec.ControlPlaneEndpoint.Port).To(Equal(6443))
+		g.Expect(got.Spec.CloudProviderEnabled).To(HaveValue(BeFalse()))
+
+		remediation := fromYAML(t, `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3Remediation
+metadata: {name: defaulted, namespace: tenant-a}
+spec: {}`)
+		g.Expect(c.Create(ctx, remediation)).To(Succeed())
+		gotRemediation := &infrav1.Metal3Remediation{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(remediation), gotRemediation)).To(Succeed())
+		g.Expect(gotRemediation.Spec.Strategy).NotTo(BeNil())
+		g.Expect(gotRemediation.Spec.Strategy.Type).To(Equal(infrav1.RebootRemediationStrategy))
+		g.Expect(gotRemediation.Spec.Strategy.RetryLimit).To(Equal(1))
+		g.Expect(gotRemediation.Spec.Strategy.Timeout.Duration).To(Equal(600 * time.Second))
+
+		machine := fromYAML(t, `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3Machine
+metadata: {name: defaulted, namespace: tenant-a}
+spec:
+  image:
+    url: http://172.22.0.1/images/node.qcow2
+    checksum: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+  dataTemplate: {name: workers}`)
+		g.Expect(c.Create(ctx, machine)).To(Succeed())
+		gotMachine := &infrav1.Metal3Machine{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(machine), gotMachine)).To(Succeed())
+		g.Expect(gotMachine.Spec.Image.ChecksumType).To(HaveValue(Equal("sha256")))
+		g.Expect(gotMachine.Spec.DataTemplate.Kind).To(Equal("Metal3DataTemplate"))
+
+		template := fromYAML(t, `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3MachineTemplate
+metadata: {name: defaulted, namespace: tenant-a}
+spec:
+  template:
+    spec:
+      customDeploy: {method: install_coreos}`)
+		g.Expect(c.Create(ctx, template)).To(Succeed())
+		gotTemplate := &unstructured.Unstructured{}
+		gotTemplate.SetGroupVersionKind(infrav1.GroupVersion.WithKind("Metal3MachineTemplate"))
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(template), gotTemplate)).To(Succeed())
+		nodeReuse, found, err := unstructured.NestedBool(gotTemplate.Object, "spec", "nodeReuse")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(found).To(BeTrue(), "the CRD should default spec.nodeReuse")
+		g.Expect(nodeReuse).To(BeFalse())
+	})
+
+	t.Run("identityRef is frozen once a machine has a host, but not on the cluster", func(t *testing.T) {
+		g := NewWithT(t)
+		machine := &infrav1.Metal3Machine{
+			ObjectMeta: metav1.ObjectMeta{Name: "associated", Namespace: tenantNamespace},
+			Spec: infrav1.Metal3MachineSpec{
+				CustomDeploy: &infrav1.CustomDeploy{Method: "install_coreos"},
+				IdentityRef:  &infrav1.IdentityRef{Name: "pool-east"},
+			},
+		}
+		g.Expect(c.Create(ctx, machine)).To(Succeed())
+		machine.Spec.IdentityRef.Name = "pool-west"
+		g.Expect(c.Update(ctx, machine)).To(Succeed(), "not associated yet: the identity may change")
+
+		machine.Annotations = map[string]string{infrav1.HostAnnotation: "pool/host-0"}
+		g.Expect(c.Update(ctx, machine)).To(Succeed())
+		machine.Spec.IdentityRef.Name = "pool-east"
+		err := c.Update(ctx, machine)
+		g.Expect(err).To(HaveOccurred())
+		g.Expect(err.Error()).To(And(ContainSubstring("spec.identityRef"), ContainSubstring("pool/host-0")))
+
+		cluster := &infrav1.Metal3Cluster{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenantNamespace, Name: "defaulted"}, cluster)).To(Succeed())
+		cluster.Spec.IdentityRef = &infrav1.IdentityRef{Name: "moved-pool", Context: "dc2"}
+		g.Expect(c.Update(ctx, cluster)).To(Succeed(), "re-pointing a cluster's identity is how a pivot moves machines")
+	})
+
+	t.Run("Metal3MachineTemplate spec is immutable except automatedCleaningMode", func(t *testing.T) {
+		g := NewWithT(t)
+		template := &infrav1.Metal3MachineTemplate{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenantNamespace, Name: "defaulted"}, template)).To(Succeed())
+		template.Spec.Template.Spec.AutomatedCleaningMode = ptrTo("disabled")
+		template.Spec.NodeReuse = true
+		g.Expect(c.Update(ctx, template)).To(Succeed())
+		template.Spec.Template.Spec.CustomDeploy.Method = "install_flatcar"
+		err := c.Update(ctx, template)
+		g.Expect(err).To(HaveOccurred())
+		g.Expect(err.Error()).To(ContainSubstring("spec.template.spec"))
+	})
+}
+
+func ptrTo[T any](v T) *T { return &v }

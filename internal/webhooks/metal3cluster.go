@@ -1,0 +1,120 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// defaultAPIServerPort is the port kubeadm's API servers listen on; a
+// controlPlaneEndpoint without a port means this one.
+const defaultAPIServerPort = 6443
+
+// Metal3Cluster defaults and validates Metal3Clusters.
+type Metal3Cluster struct{}
+
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta1-metal3cluster,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3clusters,versions=v1beta1,name=default.metal3cluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3cluster,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3clusters,versions=v1beta1,name=validation.metal3cluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+
+// SetupWebhookWithManager registers the webhook with the manager's webhook server.
+func (w *Metal3Cluster) SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &infrav1.Metal3Cluster{}).
+		WithDefaulter(w).
+		WithValidator(w).
+		Complete()
+}
+
+var (
+	_ admission.Defaulter[*infrav1.Metal3Cluster] = &Metal3Cluster{}
+	_ admission.Validator[*infrav1.Metal3Cluster] = &Metal3Cluster{}
+)
+
+// Default fills in the API server port and derives cloudProviderEnabled from
+// the deprecated noCloudProvider, so controllers read one field. It does not
+// write noCloudProvider back: then a set noCloudProvider is always the user's,
+// and worth a deprecation warning.
+func (*Metal3Cluster) Default(_ context.Context, c *infrav1.Metal3Cluster) error {
+	defaultMetal3ClusterSpec(&c.Spec)
+	return nil
+}
+
+func defaultMetal3ClusterSpec(spec *infrav1.Metal3ClusterSpec) {
+	if spec.ControlPlaneEndpoint.Host != "" && spec.ControlPlaneEndpoint.Port == 0 {
+		spec.ControlPlaneEndpoint.Port = defaultAPIServerPort
+	}
+	if spec.CloudProviderEnabled == nil && spec.NoCloudProvider != nil {
+		spec.CloudProviderEnabled = ptrTo(!*spec.NoCloudProvider)
+	}
+}
+
+// ValidateCreate validates a new Metal3Cluster.
+func (*Metal3Cluster) ValidateCreate(_ context.Context, c *infrav1.Metal3Cluster) (admission.Warnings, error) {
+	errs := validateMetal3ClusterSpec(&c.Spec, field.NewPath("spec"), true)
+	return deprecationWarnings(&c.Spec), toAPIError(groupKind("Metal3Cluster"), c.Name, errs)
+}
+
+// ValidateUpdate validates a change. The control plane endpoint cannot move
+// once set (CAPI copies it into the Cluster, where it is immutable), but
+// identityRef may change: that is how a pool is re-pointed after a pivot.
+func (*Metal3Cluster) ValidateUpdate(_ context.Context, oldCluster, newCluster *infrav1.Metal3Cluster) (admission.Warnings, error) {
+	path := field.NewPath("spec")
+	errs := validateMetal3ClusterSpec(&newCluster.Spec, path, true)
+	oldEndpoint := oldCluster.Spec.ControlPlaneEndpoint
+	if !oldEndpoint.IsZero() && oldEndpoint != newCluster.Spec.ControlPlaneEndpoint {
+		errs = append(errs, field.Forbidden(path.Child("controlPlaneEndpoint"),
+			fmt.Sprintf("is immutable once set (was %s:%d)", oldEndpoint.Host, oldEndpoint.Port)))
+	}
+	return deprecationWarnings(&newCluster.Spec), toAPIError(groupKind("Metal3Cluster"), newCluster.Name, errs)
+}
+
+// ValidateDelete allows every deletion; the controller's finalizer keeps the
+// object until its machines are gone.
+func (*Metal3Cluster) ValidateDelete(context.Context, *infrav1.Metal3Cluster) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// validateMetal3ClusterSpec checks a spec. requireEndpoint is false for
+// templates, whose endpoint may be filled in per cluster by a ClusterClass.
+func validateMetal3ClusterSpec(spec *infrav1.Metal3ClusterSpec, path *field.Path, requireEndpoint bool) field.ErrorList {
+	var errs field.ErrorList
+	endpoint := path.Child("controlPlaneEndpoint")
+	switch {
+	case spec.ControlPlaneEndpoint.IsZero() && requireEndpoint:
+		errs = append(errs, field.Required(endpoint.Child("host"), "the control plane endpoint is required"))
+	case !spec.ControlPlaneEndpoint.IsZero():
+		if spec.ControlPlaneEndpoint.Host == "" {
+			errs = append(errs, field.Required(endpoint.Child("host"), "a port without a host is no endpoint"))
+		} else {
+			errs = append(errs, validateHostOrIP(spec.ControlPlaneEndpoint.Host, endpoint.Child("host"))...)
+		}
+		errs = append(errs, validatePort(spec.ControlPlaneEndpoint.Port, endpoint.Child("port"))...)
+	}
+	if spec.NoCloudProvider != nil && spec.CloudProviderEnabled != nil && *spec.NoCloudProvider == *spec.CloudProviderEnabled {
+		errs = append(errs, field.Invalid(path.Child("cloudProviderEnabled"), *spec.CloudProviderEnabled,
+			"contradicts the deprecated noCloudProvider; set only cloudProviderEnabled"))
+	}
+	for name := range spec.FailureDomains {
+		// Failure domain names are matched against a host label value.
+		for _, msg := range validation.IsValidLabelValue(name) {
+			errs = append(errs, field.Invalid(path.Child("failureDomains").Key(name), name,
+				"must be usable as a label value: "+msg))
+		}
+	}
+	errs = append(errs, validateIdentityRef(spec.IdentityRef, path.Child("identityRef"))...)
+	return errs
+}
+
+func deprecationWarnings(spec *infrav1.Metal3ClusterSpec) admission.Warnings {
+	if spec.NoCloudProvider != nil {
+		return admission.Warnings{"spec.noCloudProvider is deprecated; use spec.cloudProviderEnabled"}
+	}
+	return nil
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,107 @@
+package webhooks
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// Metal3DataClaim validates Metal3DataClaims.
+type Metal3DataClaim struct{}
+
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3dataclaim,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims,versions=v1beta1,name=validation.metal3dataclaim.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+
+// SetupWebhookWithManager registers the webhook with the manager's webhook server.
+func (w *Metal3DataClaim) SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &infrav1.Metal3DataClaim{}).
+		WithValidator(w).
+		Complete()
+}
+
+// ValidateCreate requires a template in the claim's own namespace.
+func (*Metal3DataClaim) ValidateCreate(_ context.Context, c *infrav1.Metal3DataClaim) (admission.Warnings, error) {
+	errs := validateLocalTemplateRef(c.Spec.Template.Name, c.Spec.Template.Namespace, c.Namespace, field.NewPath("spec", "template"))
+	return nil, toAPIError(groupKind("Metal3DataClaim"), c.Name, errs)
+}
+
+// ValidateUpdate keeps the claim's template fixed: its index belongs to that template.
+func (*Metal3DataClaim) ValidateUpdate(_ context.Context, oldClaim, newClaim *infrav1.Metal3DataClaim) (admission.Warnings, error) {
+	var errs field.ErrorList
+	if oldClaim.Spec.Template.Name != newClaim.Spec.Template.Name || oldClaim.Spec.Template.Namespace != newClaim.Spec.Template.Namespace {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "template"), "is immutable"))
+	}
+	return nil, toAPIError(groupKind("Metal3DataClaim"), newClaim.Name, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (*Metal3DataClaim) ValidateDelete(context.Context, *infrav1.Metal3DataClaim) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// Metal3Data validates Metal3Data.
+type Metal3Data struct{}
+
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3data,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3datas,versions=v1beta1,name=validation.metal3data.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+
+// SetupWebhookWithManager registers the webhook with the manager's webhook server.
+func (w *Metal3Data) SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &infrav1.Metal3Data{}).
+		WithValidator(w).
+		Complete()
+}
+
+// ValidateCreate requires the claim and template to be named, and the index
+// to be non-negative.
+func (*Metal3Data) ValidateCreate(_ context.Context, d *infrav1.Metal3Data) (admission.Warnings, error) {
+	path := field.NewPath("spec")
+	errs := validateLocalTemplateRef(d.Spec.Template.Name, d.Spec.Template.Namespace, d.Namespace, path.Child("template"))
+	if d.Spec.Claim.Name == "" {
+		errs = append(errs, field.Required(path.Child("claim", "name"), "the Metal3DataClaim this data is rendered for is required"))
+	}
+	if d.Spec.Index < 0 {
+		errs = append(errs, field.Invalid(path.Child("index"), d.Spec.Index, "must not be negative"))
+	}
+	return nil, toAPIError(groupKind("Metal3Data"), d.Name, errs)
+}
+
+// ValidateUpdate keeps index, claim and template fixed: they identify what
+// was rendered and which index is taken.
+func (*Metal3Data) ValidateUpdate(_ context.Context, oldData, newData *infrav1.Metal3Data) (admission.Warnings, error) {
+	path := field.NewPath("spec")
+	var errs field.ErrorList
+	if oldData.Spec.Index != newData.Spec.Index {
+		errs = append(errs, field.Forbidden(path.Child("index"), "is immutable"))
+	}
+	if !equality.Semantic.DeepEqual(refName(oldData.Spec.Claim.Name, oldData.Spec.Claim.Namespace), refName(newData.Spec.Claim.Name, newData.Spec.Claim.Namespace)) {
+		errs = append(errs, field.Forbidden(path.Child("claim"), "is immutable"))
+	}
+	if !equality.Semantic.DeepEqual(refName(oldData.Spec.Template.Name, oldData.Spec.Template.Namespace), refName(newData.Spec.Template.Name, newData.Spec.Template.Namespace)) {
+		errs = append(errs, field.Forbidden(path.Child("template"), "is immutable"))
+	}
+	return nil, toAPIError(groupKind("Metal3Data"), newData.Name, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (*Metal3Data) ValidateDelete(context.Context, *infrav1.Metal3Data) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func refName(name, namespace string) [2]string { return [2]string{namespace, name} }
+
+// validateLocalTemplateRef requires a Metal3DataTemplate in the object's own
+// namespace: a claim must not allocate from another tenant's template.
+func validateLocalTemplateRef(name, namespace, ownNamespace string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if name == "" {
+		errs = append(errs, field.Required(path.Child("name"), "name of the Metal3DataTemplate is required"))
+	}
+	if namespace != "" && ownNamespace != "" && namespace != ownNamespace {
+		errs = append(errs, field.Forbidden(path.Child("namespace"), "must be empty or the object's own namespace"))
+	}
+	return errs
+}

@@ -1,0 +1,204 @@
+package webhooks
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+func templateRef(name, namespace string) corev1.ObjectReference {
+	return corev1.ObjectReference{
+		APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3DataTemplate", Name: name, Namespace: namespace,
+	}
+}
+
+func validDataClaim() *infrav1.Metal3DataClaim {
+	return &infrav1.Metal3DataClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "workload-1-md-0-5xq9z-hf7wk", Namespace: testNamespace},
+		Spec:       infrav1.Metal3DataClaimSpec{Template: templateRef("workload-1-workers-template-v2", testNamespace)},
+	}
+}
+
+func validData() *infrav1.Metal3Data {
+	return &infrav1.Metal3Data{
+		ObjectMeta: metav1.ObjectMeta{Name: "workload-1-workers-template-3", Namespace: testNamespace},
+		Spec: infrav1.Metal3DataSpec{
+			Index:             3,
+			TemplateReference: "workload-1-workers-template",
+			Claim: corev1.ObjectReference{
+				APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3DataClaim",
+				Name: "workload-1-md-0-5xq9z-hf7wk", Namespace: testNamespace,
+			},
+			Template: templateRef("workload-1-workers-template-v2", testNamespace),
+		},
+	}
+}
+
+func TestMetal3DataClaimValidateCreate(t *testing.T) {
+	tests := []struct {
+		name       string
+		mutate     func(*infrav1.Metal3DataClaim)
+		wantFields []string
+	}{
+		{name: "valid", mutate: func(*infrav1.Metal3DataClaim) {}},
+		{
+			name:   "valid without template namespace",
+			mutate: func(c *infrav1.Metal3DataClaim) { c.Spec.Template.Namespace = "" },
+		},
+		{
+			name:       "template in another namespace",
+			mutate:     func(c *infrav1.Metal3DataClaim) { c.Spec.Template.Namespace = "tenant-b" },
+			wantFields: []string{"spec.template.namespace"},
+		},
+		{
+			name:       "template without name",
+			mutate:     func(c *infrav1.Metal3DataClaim) { c.Spec.Template.Name = "" },
+			wantFields: []string{"spec.template.name"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validDataClaim()
+			tc.mutate(c)
+			_, err := (&Metal3DataClaim{}).ValidateCreate(context.Background(), c)
+			expectFieldErrors(t, err, tc.wantFields...)
+		})
+	}
+}
+
+func TestMetal3DataClaimValidateUpdate(t *testing.T) {
+	tests := []struct {
+		name       string
+		mutate     func(*infrav1.Metal3DataClaim)
+		wantFields []string
+	}{
+		{name: "unchanged", mutate: func(*infrav1.Metal3DataClaim) {}},
+		{
+			name: "labels changed",
+			mutate: func(c *infrav1.Metal3DataClaim) {
+				c.Labels = map[string]string{"cluster.x-k8s.io/cluster-name": "workload-1"}
+			},
+		},
+		{
+			name: "status changed",
+			mutate: func(c *infrav1.Metal3DataClaim) {
+				c.Status.RenderedData = &corev1.ObjectReference{Name: "workload-1-workers-template-3"}
+			},
+		},
+		{
+			name:       "template name changed",
+			mutate:     func(c *infrav1.Metal3DataClaim) { c.Spec.Template.Name = "workload-1-workers-template-v3" },
+			wantFields: []string{"spec.template"},
+		},
+		{
+			name:       "template namespace changed",
+			mutate:     func(c *infrav1.Metal3DataClaim) { c.Spec.Template.Namespace = "tenant-b" },
+			wantFields: []string{"spec.template"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			oldC, newC := validDataClaim(), validDataClaim()
+			tc.mutate(newC)
+			_, err := (&Metal3DataClaim{}).ValidateUpdate(context.Background(), oldC, newC)
+			expectFieldErrors(t, err, tc.wantFields...)
+		})
+	}
+}
+
+func TestMetal3DataValidateCreate(t *testing.T) {
+	tests := []struct {
+		name       string
+		mutate     func(*infrav1.Metal3Data)
+		wantFields []string
+	}{
+		{name: "valid", mutate: func(*infrav1.Metal3Data) {}},
+		{name: "valid index 0", mutate: func(d *infrav1.Metal3Data) { d.Spec.Index = 0 }},
+		{
+			name: "valid with Secret names",
+			mutate: func(d *infrav1.Metal3Data) {
+				d.Spec.MetaData = &infrav1.SecretReference{Name: "workload-1-workers-template-3-metadata"}
+				d.Spec.NetworkData = &infrav1.SecretReference{Name: "workload-1-workers-template-3-networkdata"}
+			},
+		},
+		{
+			name:       "negative index",
+			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Index = -1 },
+			wantFields: []string{"spec.index"},
+		},
+		{
+			name:       "claim without name",
+			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Claim.Name = "" },
+			wantFields: []string{"spec.claim.name"},
+		},
+		{
+			name:       "template without name",
+			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Template.Name = "" },
+			wantFields: []string{"spec.template.name"},
+		},
+		{
+			name:       "template in another namespace",
+			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Template.Namespace = "tenant-b" },
+			wantFields: []string{"spec.template.namespace"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := validData()
+			tc.mutate(d)
+			_, err := (&Metal3Data{}).ValidateCreate(context.Background(), d)
+			expectFieldErrors(t, err, tc.wantFields...)
+		})
+	}
+}
+
+func TestMetal3DataValidateUpdate(t *testing.T) {
+	tests := []struct {
+		name       string
+		mutate     func(*infrav1.Metal3Data)
+		wantFields []string
+	}{
+		{name: "unchanged", mutate: func(*infrav1.Metal3Data) {}},
+		{
+			name:   "templateReference changed",
+			mutate: func(d *infrav1.Metal3Data) { d.Spec.TemplateReference = "workload-1-workers" },
+		},
+		{
+			name: "claim uid set",
+			mutate: func(d *infrav1.Metal3Data) {
+				d.Spec.Claim.UID = "6f1f3a0e-5b7c-4c59-9a51-3e1c1c8b0d2a"
+			},
+		},
+		{
+			name:   "status changed",
+			mutate: func(d *infrav1.Metal3Data) { d.Status.Ready = true },
+		},
+		{
+			name:       "index changed",
+			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Index = 4 },
+			wantFields: []string{"spec.index"},
+		},
+		{
+			name:       "claim changed",
+			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Claim.Name = "workload-1-md-0-5xq9z-abcde" },
+			wantFields: []string{"spec.claim"},
+		},
+		{
+			name:       "template changed",
+			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Template.Name = "workload-1-workers-template-v3" },
+			wantFields: []string{"spec.template"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			oldD, newD := validData(), validData()
+			tc.mutate(newD)
+			_, err := (&Metal3Data{}).ValidateUpdate(context.Background(), oldD, newD)
+			expectFieldErrors(t, err, tc.wantFields...)
+		})
+	}
+}

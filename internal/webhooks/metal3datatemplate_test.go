@@ -1,0 +1,474 @@
+package webhooks
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// validDataTemplate renders metadata with one entry of most kinds, and
+// network data with two NICs bonded, a VLAN on the bond and a static IPv4
+// network on the VLAN.
+func validDataTemplate() *infrav1.Metal3DataTemplate {
+	return &infrav1.Metal3DataTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "workload-1-workers-template-v2", Namespace: testNamespace},
+		Spec: infrav1.Metal3DataTemplateSpec{
+			ClusterName:       "workload-1",
+			TemplateReference: "workload-1-workers-template",
+			MetaData: &infrav1.MetaData{
+				Strings:     []infrav1.MetaDataString{{Key: "environment", Value: "production"}},
+				ObjectNames: []infrav1.MetaDataObjectName{{Key: "name", Object: infrav1.DataSourceObjectMachine}},
+				Indexes:     []infrav1.MetaDataIndex{{Key: "node-index", Offset: 10, Step: 1, Prefix: "worker-"}},
+				Namespaces:  []infrav1.MetaDataNamespace{{Key: "namespace"}},
+				IPAddressesFromIPPool: []infrav1.MetaDataFromIPPool{
+					{Key: "provisioningIP", APIGroup: "ipam.metal3.io", Kind: "IPPool", Name: "provisioning-pool"},
+				},
+				PrefixesFromIPPool: []infrav1.MetaDataFromIPPool{
+					{Key: "provisioningCIDR", APIGroup: "ipam.metal3.io", Kind: "IPPool", Name: "provisioning-pool"},
+				},
+				FromHostInterfaces: []infrav1.MetaDataFromHostInterface{{Key: "boot-mac", FromBootMAC: true}},
+				FromLabels: []infrav1.MetaDataFromLabel{
+					{Key: "rack", Object: infrav1.DataSourceObjectBareMetalHost, Label: "example.com/rack"},
+				},
+				FromAnnotations: []infrav1.MetaDataFromAnnotation{
+					{Key: "asset-tag", Object: infrav1.DataSourceObjectBareMetalHost, Annotation: "example.com/asset-tag"},
+				},
+			},
+			NetworkData: &infrav1.NetworkData{
+				Links: &infrav1.NetworkDataLinks{
+					Ethernets: []infrav1.EthernetLink{
+						{Type: infrav1.EthernetLinkTypePhy, ID: "enp2s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp2s0")}},
+						{Type: infrav1.EthernetLinkTypePhy, ID: "enp3s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp3s0")}},
+					},
+					Bonds: []infrav1.BondLink{{
+						ID: "bond0", BondMode: infrav1.BondMode8023AD, BondXmitHashPolicy: infrav1.BondXmitHashPolicyLayer34,
+						MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp2s0")},
+						BondLinks:  []string{"enp2s0", "enp3s0"},
+					}},
+					VLANs: []infrav1.VLANLink{{
+						ID: "bond0.100", VLANID: 100, VLANLink: "bond0",
+						MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp2s0")},
+					}},
+				},
+				Networks: &infrav1.NetworkDataNetworks{
+					IPv4: []infrav1.IPv4Network{{
+						ID: "storage", Link: "bond0.100", IPAddressFromIPPool: ptrTo("storage-pool"),
+						Routes: []infrav1.IPv4Route{{
+							Network: "172.20.0.0", Prefix: 16,
+							Gateway:  infrav1.IPv4RouteGateway{FromIPPool: ptrTo("storage-pool")},
+							Services: &infrav1.IPv4RouteServices{DNSFromIPPool: ptrTo("storage-pool")},
+						}},
+					}},
+				},
+				Services: &infrav1.NetworkDataServices{DNS: []infrav1.IPAddress{"8.8.8.8", "2001:4860:4860::8888"}},
+			},
+		},
+	}
+}
+
+func ipv6Network(id, link, pool string) infrav1.IPv6Network {
+	return infrav1.IPv6Network{ID: id, Link: link, IPAddressFromIPPool: pool}
+}
+
+func inClusterPool(name string) *infrav1.IPPoolReference {
+	return &infrav1.IPPoolReference{APIGroup: ptrTo("ipam.cluster.x-k8s.io"), Kind: "InClusterIPPool", Name: name}
+}
+
+func TestMetal3DataTemplateValidateCreate(t *testing.T) {
+	type spec = infrav1.Metal3DataTemplateSpec
+	tests := []struct {
+		name       string
+		mutate     func(*spec)
+		wantFields []string
+	}{
+		{name: "valid", mutate: func(*spec) {}},
+		{
+			name:   "valid with neither metaData nor networkData",
+			mutate: func(s *spec) { s.MetaData, s.NetworkData = nil, nil },
+		},
+		{
+			name: "valid with links listed before the links they refer to",
+			mutate: func(s *spec) {
+				l := s.NetworkData.Links
+				l.VLANs = append(l.VLANs, infrav1.VLANLink{
+					ID: "bond1.200", VLANID: 200, VLANLink: "bond1", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp4s0")},
+				})
+				l.Bonds = append(l.Bonds, infrav1.BondLink{
+					ID: "bond1", BondMode: infrav1.BondModeActiveBackup, BondLinks: []string{"enp4s0"},
+					MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp4s0")},
+				})
+				l.Ethernets = append(l.Ethernets, infrav1.EthernetLink{
+					Type: infrav1.EthernetLinkTypePhy, ID: "enp4s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp4s0")},
+				})
+			},
+		},
+		{
+			name: "valid with every kind of network on existing links",
+			mutate: func(s *spec) {
+				n := s.NetworkData.Networks
+				n.IPv4 = append(n.IPv4,
+					infrav1.IPv4Network{ID: "v4-ref", Link: "bond0", FromPoolRef: inClusterPool("pool-a")},
+					infrav1.IPv4Network{ID: "v4-annotation", Link: "enp2s0", FromPoolAnnotation: &infrav1.AnnotationSource{
+						Object: infrav1.DataSourceObjectBareMetalHost, Annotation: "example.com/pool",
+					}})
+				n.IPv4DHCP = []infrav1.IPv4DynamicNetwork{{ID: "v4-dhcp", Link: "bond0"}}
+				n.IPv6 = []infrav1.IPv6Network{ipv6Network("v6", "bond0", "v6-pool")}
+				n.IPv6DHCP = []infrav1.IPv6DynamicNetwork{{ID: "v6-dhcp", Link: "bond0"}}
+				n.IPv6SLAAC = []infrav1.IPv6DynamicNetwork{{ID: "v6-slaac", Link: "bond0"}}
+			},
+		},
+		{
+			name: "valid ipv6 with empty ipAddressFromIPPool and fromPoolRef",
+			mutate: func(s *spec) {
+				n := ipv6Network("v6", "bond0", "")
+				n.FromPoolRef = inClusterPool("v6-pool")
+				s.NetworkData.Networks.IPv6 = []infrav1.IPv6Network{n}
+			},
+		},
+		{
+			name: "valid MAC address string",
+			mutate: func(s *spec) {
+				s.NetworkData.Links.Ethernets[0].MACAddress = infrav1.MACAddressSource{String: ptrTo("52:54:00:6a:1c:10")}
+			},
+		},
+		{
+			name:       "missing clusterName",
+			mutate:     func(s *spec) { s.ClusterName = "" },
+			wantFields: []string{"spec.clusterName"},
+		},
+
+		// metaData
+		{
+			name: "duplicate metaData key in one list",
+			mutate: func(s *spec) {
+				s.MetaData.Strings = append(s.MetaData.Strings, infrav1.MetaDataString{Key: "environment", Value: "staging"})
+			},
+			wantFields: []string{"spec.metaData.strings[1].key"},
+		},
+		{
+			name: "duplicate metaData key across lists",
+			mutate: func(s *spec) {
+				s.MetaData.FromLabels[0].Key = "name" // also written by objectNames[0]
+			},
+			wantFields: []string{"spec.metaData.fromLabels[0].key"},
+		},
+		{
+			name: "duplicate metaData key across IP pool lists",
+			mutate: func(s *spec) {
+				s.MetaData.PrefixesFromIPPool[0].Key = "provisioningIP" // also ipAddressesFromIPPool[0]
+			},
+			wantFields: []string{"spec.metaData.prefixesFromIPPool[0].key"},
+		},
+		{
+			name:       "empty metaData key",
+			mutate:     func(s *spec) { s.MetaData.Namespaces[0].Key = "" },
+			wantFields: []string{"spec.metaData.namespaces[0].key"},
+		},
+		{
+			name:       "index step 0",
+			mutate:     func(s *spec) { s.MetaData.Indexes[0].Step = 0 },
+			wantFields: []string{"spec.metaData.indexes[0].step"},
+		},
+		{
+			name: "fromHostInterfaces with both interface and fromBootMAC",
+			mutate: func(s *spec) {
+				s.MetaData.FromHostInterfaces[0] = infrav1.MetaDataFromHostInterface{Key: "mac", Interface: "enp1s0", FromBootMAC: true}
+			},
+			wantFields: []string{"spec.metaData.fromHostInterfaces[0]"},
+		},
+		{
+			name: "fromHostInterfaces with neither interface nor fromBootMAC",
+			mutate: func(s *spec) {
+				s.MetaData.FromHostInterfaces[0] = infrav1.MetaDataFromHostInterface{Key: "mac"}
+			},
+			wantFields: []string{"spec.metaData.fromHostInterfaces[0]"},
+		},
+		{
+			name:       "IP pool with empty name",
+			mutate:     func(s *spec) { s.MetaData.IPAddressesFromIPPool[0].Name = "" },
+			wantFields: []string{"spec.metaData.ipAddressesFromIPPool[0].name"},
+		},
+		{
+			name: "gateway pool with empty name",
+			mutate: func(s *spec) {
+				s.MetaData.GatewaysFromIPPool = []infrav1.MetaDataFromIPPool{{Key: "gw", APIGroup: "ipam.metal3.io", Kind: "IPPool"}}
+			},
+			wantFields: []string{"spec.metaData.gatewaysFromIPPool[0].name"},
+		},
+		{
+			name: "DNS pool without kind and apiGroup",
+			mutate: func(s *spec) {
+				s.MetaData.DNSServersFromIPPool = []infrav1.MetaDataFromIPPool{{Key: "dns", Name: "provisioning-pool"}}
+			},
+			wantFields: []string{"spec.metaData.dnsServersFromIPPool[0].kind", "spec.metaData.dnsServersFromIPPool[0].apiGroup"},
+		},
+		{
+			name:       "fromLabels without label",
+			mutate:     func(s *spec) { s.MetaData.FromLabels[0].Label = "" },
+			wantFields: []string{"spec.metaData.fromLabels[0].label"},
+		},
+		{
+			name:       "fromAnnotations without annotation",
+			mutate:     func(s *spec) { s.MetaData.FromAnnotations[0].Annotation = "" },
+			wantFields: []string{"spec.metaData.fromAnnotations[0].annotation"},
+		},
+
+		// links
+		{
+			name: "duplicate link id between ethernets",
+			mutate: func(s *spec) {
+				s.NetworkData.Links.Ethernets = append(s.NetworkData.Links.Ethernets, infrav1.EthernetLink{
+					Type: infrav1.EthernetLinkTypePhy, ID: "enp2s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp4s0")},
+				})
+			},
+			wantFields: []string{"spec.networkData.links.ethernets[2].id"},
+		},
+		{
+			name: "duplicate link id between an ethernet and a VLAN",
+			mutate: func(s *spec) {
+				s.NetworkData.Links.VLANs[0].ID = "enp3s0"
+				s.NetworkData.Networks.IPv4[0].Link = "enp3s0"
+			},
+			wantFields: []string{"spec.networkData.links.vlans[0].id"},
+		},
+		{
+			name:       "bond member not found",
+			mutate:     func(s *spec) { s.NetworkData.Links.Bonds[0].BondLinks[1] = "enp9s0" },
+			wantFields: []string{"spec.networkData.links.bonds[0].bondLinks[1]"},
+		},
+		{
+			name:       "bond member is the bond itself",
+			mutate:     func(s *spec) { s.NetworkData.Links.Bonds[0].BondLinks[1] = "bond0" },
+			wantFields: []string{"spec.networkData.links.bonds[0].bondLinks[1]"},
+		},
+		{
+			name:       "vlanLink not found",
+			mutate:     func(s *spec) { s.NetworkData.Links.VLANs[0].VLANLink = "bond1" },
+			wantFields: []string{"spec.networkData.links.vlans[0].vlanLink"},
+		},
+		{
+			name: "bad MAC address string",
+			mutate: func(s *spec) {
+				s.NetworkData.Links.Ethernets[0].MACAddress = infrav1.MACAddressSource{String: ptrTo("52:54:00:zz:1c:10")}
+			},
+			wantFields: []string{"spec.networkData.links.ethernets[0].macAddress.string"},
+		},
+		{
+			name: "MAC address from two sources",
+			mutate: func(s *spec) {
+				s.NetworkData.Links.Bonds[0].MACAddress.String = ptrTo("52:54:00:6a:1c:10")
+			},
+			wantFields: []string{"spec.networkData.links.bonds[0].macAddress"},
+		},
+		{
+			name:       "MAC address from no source",
+			mutate:     func(s *spec) { s.NetworkData.Links.VLANs[0].MACAddress = infrav1.MACAddressSource{} },
+			wantFields: []string{"spec.networkData.links.vlans[0].macAddress"},
+		},
+
+		// networks
+		{
+			name:       "ipv4 network link not found",
+			mutate:     func(s *spec) { s.NetworkData.Networks.IPv4[0].Link = "bond0.200" },
+			wantFields: []string{"spec.networkData.networks.ipv4[0].link"},
+		},
+		{
+			name: "ipv4DHCP network link not found",
+			mutate: func(s *spec) {
+				s.NetworkData.Networks.IPv4DHCP = []infrav1.IPv4DynamicNetwork{{ID: "dhcp", Link: "eth0"}}
+			},
+			wantFields: []string{"spec.networkData.networks.ipv4DHCP[0].link"},
+		},
+		{
+			name: "ipv6 network link not found",
+			mutate: func(s *spec) {
+				s.NetworkData.Networks.IPv6 = []infrav1.IPv6Network{ipv6Network("v6", "eth0", "v6-pool")}
+			},
+			wantFields: []string{"spec.networkData.networks.ipv6[0].link"},
+		},
+		{
+			name: "ipv6SLAAC network link not found",
+			mutate: func(s *spec) {
+				s.NetworkData.Networks.IPv6SLAAC = []infrav1.IPv6DynamicNetwork{{ID: "slaac", Link: "eth0"}}
+			},
+			wantFields: []string{"spec.networkData.networks.ipv6SLAAC[0].link"},
+		},
+		{
+			name: "network on links when there are none",
+			mutate: func(s *spec) {
+				s.NetworkData.Links = nil
+			},
+			wantFields: []string{"spec.networkData.networks.ipv4[0].link"},
+		},
+		{
+			name: "duplicate network id",
+			mutate: func(s *spec) {
+				s.NetworkData.Networks.IPv4DHCP = []infrav1.IPv4DynamicNetwork{{ID: "storage", Link: "bond0"}}
+			},
+			wantFields: []string{"spec.networkData.networks.ipv4DHCP[0].id"},
+		},
+		{
+			name: "duplicate network id between ipv6DHCP and ipv6SLAAC",
+			mutate: func(s *spec) {
+				s.NetworkData.Networks.IPv6DHCP = []infrav1.IPv6DynamicNetwork{{ID: "v6", Link: "bond0"}}
+				s.NetworkData.Networks.IPv6SLAAC = []infrav1.IPv6DynamicNetwork{{ID: "v6", Link: "bond0"}}
+			},
+			wantFields: []string{"spec.networkData.networks.ipv6SLAAC[0].id"},
+		},
+		{
+			name:       "ipv4 with no address source",
+			mutate:     func(s *spec) { s.NetworkData.Networks.IPv4[0].IPAddressFromIPPool = nil },
+			wantFields: []string{"spec.networkData.networks.ipv4[0]"},
+		},
+		{
+			name:       "ipv4 with an empty ipAddressFromIPPool only",
+			mutate:     func(s *spec) { s.NetworkData.Networks.IPv4[0].IPAddressFromIPPool = ptrTo("") },
+			wantFields: []string{"spec.networkData.networks.ipv4[0]"},
+		},
+		{
+			name: "ipv4 fromPoolRef with empty name",
+			mutate: func(s *spec) {
+				n := &s.NetworkData.Networks.IPv4[0]
+				n.IPAddressFromIPPool, n.FromPoolRef = nil, inClusterPool("")
+			},
+			wantFields: []string{"spec.networkData.networks.ipv4[0].fromPoolRef.name"},
+		},
+		{
+			name:       "ipv6 with no address source",
+			mutate:     func(s *spec) { s.NetworkData.Networks.IPv6 = []infrav1.IPv6Network{ipv6Network("v6", "bond0", "")} },
+			wantFields: []string{"spec.networkData.networks.ipv6[0]"},
+		},
+		{
+			name: "route gateway from no source",
+			mutate: func(s *spec) {
+				s.NetworkData.Networks.IPv4[0].Routes[0].Gateway = infrav1.IPv4RouteGateway{}
+			},
+			wantFields: []string{"spec.networkData.networks.ipv4[0].routes[0].gateway"},
+		},
+		{
+			name: "ipv6SLAAC route gateway from no source",
+			mutate: func(s *spec) {
+				s.NetworkData.Networks.IPv6SLAAC = []infrav1.IPv6DynamicNetwork{{ID: "slaac", Link: "bond0", Routes: []infrav1.IPv6Route{{
+					Network: "2001:db8:300::", Prefix: 56,
+				}}}}
+			},
+			wantFields: []string{"spec.networkData.networks.ipv6SLAAC[0].routes[0].gateway"},
+		},
+		{
+			name:   "valid: ipv4 with two address sources (upstream precedence picks one)",
+			mutate: func(s *spec) { s.NetworkData.Networks.IPv4[0].FromPoolRef = inClusterPool("storage-pool") },
+		},
+		{
+			name: "valid: route gateway from two sources",
+			mutate: func(s *spec) {
+				s.NetworkData.Networks.IPv4[0].Routes[0].Gateway.String = ptrTo(infrav1.IPv4Address("172.20.0.1"))
+			},
+		},
+		{
+			name: "valid: ipv4DHCP route gateway from two sources",
+			mutate: func(s *spec) {
+				s.NetworkData.Networks.IPv4DHCP = []infrav1.IPv4DynamicNetwork{{ID: "dhcp", Link: "bond0", Routes: []infrav1.IPv4Route{{
+					Network: "10.0.0.0", Prefix: 8,
+					Gateway: infrav1.IPv4RouteGateway{FromPoolRef: inClusterPool("a"), FromPoolAnnotation: &infrav1.AnnotationSource{
+						Object: infrav1.DataSourceObjectMachine, Annotation: "example.com/pool",
+					}},
+				}}}}
+			},
+		},
+		{
+			name: "valid: ipv6 route gateway from two sources",
+			mutate: func(s *spec) {
+				n := ipv6Network("v6", "bond0", "v6-pool")
+				n.Routes = []infrav1.IPv6Route{{
+					Network: "2001:db8:100::", Prefix: 48,
+					Gateway: infrav1.IPv6RouteGateway{String: ptrTo(infrav1.IPv6Address("2001:db8:1::1")), FromIPPool: ptrTo("v6-pool")},
+				}}
+				s.NetworkData.Networks.IPv6 = []infrav1.IPv6Network{n}
+			},
+		},
+		{
+			name: "several mistakes reported at once",
+			mutate: func(s *spec) {
+				s.ClusterName = ""
+				s.MetaData.Indexes[0].Step = 0
+				s.NetworkData.Links.VLANs[0].VLANLink = "bond9"
+			},
+			wantFields: []string{"spec.clusterName", "spec.metaData.indexes[0].step", "spec.networkData.links.vlans[0].vlanLink"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl := validDataTemplate()
+			tc.mutate(&tmpl.Spec)
+			_, err := (&Metal3DataTemplate{}).ValidateCreate(context.Background(), tmpl)
+			expectFieldErrors(t, err, tc.wantFields...)
+		})
+	}
+}
+
+func TestMetal3DataTemplateValidateUpdate(t *testing.T) {
+	tests := []struct {
+		name       string
+		mutate     func(*infrav1.Metal3DataTemplate)
+		wantFields []string
+	}{
+		{name: "unchanged", mutate: func(*infrav1.Metal3DataTemplate) {}},
+		{
+			name:   "templateReference changed",
+			mutate: func(t *infrav1.Metal3DataTemplate) { t.Spec.TemplateReference = "workload-1-workers" },
+		},
+		{
+			name:   "templateReference removed",
+			mutate: func(t *infrav1.Metal3DataTemplate) { t.Spec.TemplateReference = "" },
+		},
+		{
+			name:   "labels changed",
+			mutate: func(t *infrav1.Metal3DataTemplate) { t.Labels = map[string]string{"revision": "2"} },
+		},
+		{
+			name:       "clusterName changed",
+			mutate:     func(t *infrav1.Metal3DataTemplate) { t.Spec.ClusterName = "workload-2" },
+			wantFields: []string{"spec.clusterName"},
+		},
+		{
+			name: "metaData entry added",
+			mutate: func(t *infrav1.Metal3DataTemplate) {
+				t.Spec.MetaData.Strings = append(t.Spec.MetaData.Strings, infrav1.MetaDataString{Key: "zone", Value: "east"})
+			},
+			wantFields: []string{"spec.metaData"},
+		},
+		{
+			name:       "metaData removed",
+			mutate:     func(t *infrav1.Metal3DataTemplate) { t.Spec.MetaData = nil },
+			wantFields: []string{"spec.metaData"},
+		},
+		{
+			name:       "networkData MTU changed",
+			mutate:     func(t *infrav1.Metal3DataTemplate) { t.Spec.NetworkData.Links.Bonds[0].MTU = 9000 },
+			wantFields: []string{"spec.networkData"},
+		},
+		{
+			name:       "networkData removed",
+			mutate:     func(t *infrav1.Metal3DataTemplate) { t.Spec.NetworkData = nil },
+			wantFields: []string{"spec.networkData"},
+		},
+		{
+			name: "change to an invalid spec",
+			mutate: func(t *infrav1.Metal3DataTemplate) {
+				t.Spec.MetaData.Indexes[0].Step = 0
+			},
+			wantFields: []string{"spec.metaData", "spec.metaData.indexes[0].step"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			oldT, newT := validDataTemplate(), validDataTemplate()
+			tc.mutate(newT)
+			_, err := (&Metal3DataTemplate{}).ValidateUpdate(context.Background(), oldT, newT)
+			expectFieldErrors(t, err, tc.wantFields...)
+		})
+	}
+}

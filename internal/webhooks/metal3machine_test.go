@@ -1,0 +1,636 @@
+package webhooks
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/selection"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+const (
+	imageURL  = "http://172.22.0.1/images/ubuntu-22.04.qcow2"
+	md5Sum    = "9dd4e461268c8034f5c8564e155c67a6"
+	sha256Sum = "dbf893ae49490db82caa7d8b3a8f1414de98e94ab93949c2ecd743d22f4809c2"
+	sha512Sum = "a4abd4448c49562d828115d13a1fccea927f52b4d5459297f8b43e42da89238b" +
+		"c13626e43dcb38ddb082488927ec904fb42057443983e88585179d50551afe62"
+	checksumFileURL = "http://172.22.0.1/images/SHA256SUMS"
+)
+
+func validMetal3MachineSpec() infrav1.Metal3MachineSpec {
+	return infrav1.Metal3MachineSpec{
+		Image: infrav1.Image{
+			URL:          imageURL,
+			Checksum:     sha256Sum,
+			ChecksumType: ptrTo("sha256"),
+			DiskFormat:   ptrTo("qcow2"),
+		},
+		HostSelector: infrav1.HostSelector{
+			MatchLabels: map[string]string{"cluster-role": "control-plane"},
+			MatchExpressions: []infrav1.HostSelectorRequirement{{
+				Key:      "infrastructure.cluster.x-k8s.io/failure-domain",
+				Operator: selection.In,
+				Values:   []string{"rack-a", "rack-b"},
+			}},
+		},
+		DataTemplate:          &corev1.ObjectReference{Name: "workload-1-controlplane-template"},
+		AutomatedCleaningMode: ptrTo("metadata"),
+		FailureDomain:         "rack-a",
+	}
+}
+
+func validMetal3Machine() *infrav1.Metal3Machine {
+	return &infrav1.Metal3Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: "workload-1-controlplane-x7k2p", Namespace: testNamespace},
+		Spec:       validMetal3MachineSpec(),
+	}
+}
+
+func validMetal3MachineTemplate() *infrav1.Metal3MachineTemplate {
+	return &infrav1.Metal3MachineTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "workload-1-controlplane-v1", Namespace: testNamespace},
+		Spec: infrav1.Metal3MachineTemplateSpec{
+			Template: infrav1.Metal3MachineTemplateResource{Spec: validMetal3MachineSpec()},
+		},
+	}
+}
+
+// machineSpecDefaultCases apply to a Metal3Machine and a Metal3MachineTemplate alike.
+var machineSpecDefaultCases = []struct {
+	name   string
+	mutate func(*infrav1.Metal3MachineSpec)
+	check  func(*testing.T, *infrav1.Metal3MachineSpec)
+}{
+	{
+		name:   "md5 inferred from 32 hex digits",
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = md5Sum, nil },
+		check:  wantChecksumType(ptrTo("md5")),
+	},
+	{
+		name:   "sha256 inferred from 64 hex digits",
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = sha256Sum, nil },
+		check:  wantChecksumType(ptrTo("sha256")),
+	},
+	{
+		name:   "sha512 inferred from 128 hex digits",
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = sha512Sum, nil },
+		check:  wantChecksumType(ptrTo("sha512")),
+	},
+	{
+		name: "upper-case hex digest",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.Image.Checksum, s.Image.ChecksumType = strings.ToUpper(sha256Sum), nil
+		},
+		check: wantChecksumType(ptrTo("sha256")),
+	},
+	{
+		name:   "left alone for a checksum file URL",
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = checksumFileURL, nil },
+		check:  wantChecksumType(nil),
+	},
+	{
+		name:   "left alone for a hex digest of another length",
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = sha256Sum[:40], nil },
+		check:  wantChecksumType(nil),
+	},
+	{
+		name: "explicit checksumType kept",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.Image.Checksum, s.Image.ChecksumType = sha256Sum, ptrTo("sha512")
+		},
+		check: wantChecksumType(ptrTo("sha512")),
+	},
+	{
+		name:   "no image, no checksumType",
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image = infrav1.Image{} },
+		check:  wantChecksumType(nil),
+	},
+	{
+		name:   "dataTemplate kind and apiVersion defaulted",
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.DataTemplate = &corev1.ObjectReference{Name: "t"} },
+		check: wantDataTemplate(&corev1.ObjectReference{
+			Name: "t", Kind: "Metal3DataTemplate", APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
+		}),
+	},
+	{
+		name: "dataTemplate kind and apiVersion kept",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.DataTemplate = &corev1.ObjectReference{Name: "t", Kind: "Metal3DataTemplate", APIVersion: "infrastructure.cluster.x-k8s.io/v1beta2"}
+		},
+		check: wantDataTemplate(&corev1.ObjectReference{
+			Name: "t", Kind: "Metal3DataTemplate", APIVersion: "infrastructure.cluster.x-k8s.io/v1beta2",
+		}),
+	},
+	{
+		name:   "no dataTemplate added",
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.DataTemplate = nil },
+		check:  wantDataTemplate(nil),
+	},
+}
+
+func wantChecksumType(want *string) func(*testing.T, *infrav1.Metal3MachineSpec) {
+	return func(t *testing.T, s *infrav1.Metal3MachineSpec) {
+		t.Helper()
+		if !equality.Semantic.DeepEqual(s.Image.ChecksumType, want) {
+			t.Errorf("checksumType = %v, want %v", deref(s.Image.ChecksumType), deref(want))
+		}
+	}
+}
+
+func wantDataTemplate(want *corev1.ObjectReference) func(*testing.T, *infrav1.Metal3MachineSpec) {
+	return func(t *testing.T, s *infrav1.Metal3MachineSpec) {
+		t.Helper()
+		if !equality.Semantic.DeepEqual(s.DataTemplate, want) {
+			t.Errorf("dataTemplate = %+v, want %+v", s.DataTemplate, want)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+func TestMetal3MachineDefault(t *testing.T) {
+	for _, tc := range machineSpecDefaultCases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := validMetal3Machine()
+			tc.mutate(&m.Spec)
+			if err := (&Metal3Machine{}).Default(context.Background(), m); err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, &m.Spec)
+		})
+	}
+}
+
+func TestMetal3MachineTemplateDefault(t *testing.T) {
+	for _, tc := range machineSpecDefaultCases {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl := validMetal3MachineTemplate()
+			tc.mutate(&tmpl.Spec.Template.Spec)
+			if err := (&Metal3MachineTemplate{}).Default(context.Background(), tmpl); err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, &tmpl.Spec.Template.Spec)
+		})
+	}
+}
+
+// machineSpecCase mutates a valid Metal3MachineSpec; wantFields are relative
+// to the spec.
+type machineSpecCase struct {
+	name       string
+	mutate     func(*infrav1.Metal3MachineSpec)
+	wantFields []string
+}
+
+func expr(op selection.Operator, values ...string) func(*infrav1.Metal3MachineSpec) {
+	return func(s *infrav1.Metal3MachineSpec) {
+		s.HostSelector.MatchExpressions = []infrav1.HostSelectorRequirement{{Key: "example.com/rack", Operator: op, Values: values}}
+	}
+}
+
+// machineSpecCases are the validation rules shared by Metal3Machine and
+// Metal3MachineTemplate.
+var machineSpecCases = []machineSpecCase{
+	{name: "valid", mutate: func(*infrav1.Metal3MachineSpec) {}},
+	{
+		name: "valid customDeploy without image",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.Image, s.CustomDeploy = infrav1.Image{}, &infrav1.CustomDeploy{Method: "install_coreos"}
+		},
+	},
+	{
+		name: "valid live-iso without checksum",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.Image = infrav1.Image{URL: "http://172.22.0.1/images/rescue.iso", DiskFormat: ptrTo("live-iso")}
+		},
+	},
+	{
+		name:   "valid checksum file URL",
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum = checksumFileURL },
+	},
+	{
+		name:   "valid checksum without checksumType",
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.ChecksumType = nil },
+	},
+	{
+		name:   "valid md5 digest",
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = md5Sum, ptrTo("md5") },
+	},
+	{
+		name: "valid sha512 digest",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.Image.Checksum, s.Image.ChecksumType = sha512Sum, ptrTo("sha512")
+		},
+	},
+	{
+		name: "valid Secrets in the machine's own namespace",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.DataTemplate = nil
+			s.UserData = &corev1.SecretReference{Name: "worker-user-data", Namespace: testNamespace}
+			s.MetaData = &corev1.SecretReference{Name: "worker-metadata"}
+			s.NetworkData = &corev1.SecretReference{Name: "worker-network-data", Namespace: testNamespace}
+		},
+	},
+	{
+		name: "valid dataTemplate in own namespace",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.DataTemplate = &corev1.ObjectReference{Name: "t", Namespace: testNamespace, Kind: "Metal3DataTemplate"}
+		},
+	},
+	{
+		name: "valid identityRef",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.IdentityRef = &infrav1.IdentityRef{Name: "pool-east-kubeconfig", Context: "pool-east"}
+		},
+	},
+	{name: "valid operator notin", mutate: expr(selection.NotIn, "rack-c")},
+	{name: "valid operator exists", mutate: expr(selection.Exists)},
+	{name: "valid operator !", mutate: expr(selection.DoesNotExist)},
+	{name: "valid operator =", mutate: expr(selection.Equals, "rack-a")},
+	{name: "valid operator ==", mutate: expr(selection.DoubleEquals, "rack-a")},
+	{name: "valid operator !=", mutate: expr(selection.NotEquals, "rack-a")},
+	{name: "valid operator gt", mutate: expr(selection.GreaterThan, "3")},
+	{name: "valid operator lt", mutate: expr(selection.LessThan, "-3")},
+	{
+		name:       "image and customDeploy both set",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.CustomDeploy = &infrav1.CustomDeploy{Method: "install_coreos"} },
+		wantFields: []string{"customDeploy"},
+	},
+	{
+		name:       "neither image nor customDeploy",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image = infrav1.Image{} },
+		wantFields: []string{"image"},
+	},
+	{
+		name:       "customDeploy without method",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image, s.CustomDeploy = infrav1.Image{}, &infrav1.CustomDeploy{} },
+		wantFields: []string{"customDeploy.method"},
+	},
+	{
+		name:       "image without url",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.URL = "" },
+		wantFields: []string{"image.url"},
+	},
+	{
+		name:       "image url not absolute",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.URL = "images/ubuntu-22.04.qcow2" },
+		wantFields: []string{"image.url"},
+	},
+	{
+		name:       "image without checksum",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = "", nil },
+		wantFields: []string{"image.checksum"},
+	},
+	{
+		name: "image without checksum nor format",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.Image = infrav1.Image{URL: imageURL}
+		},
+		wantFields: []string{"image.checksum"},
+	},
+	{
+		name: "live-iso with checksumType but no checksum",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.Image = infrav1.Image{URL: imageURL, DiskFormat: ptrTo("live-iso"), ChecksumType: ptrTo("sha256")}
+		},
+		wantFields: []string{"image.checksum"},
+	},
+	{
+		name:       "sha256 checksumType with an md5-length digest",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum = md5Sum },
+		wantFields: []string{"image.checksum"},
+	},
+	{
+		name:       "md5 checksumType with a sha256-length digest",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.ChecksumType = ptrTo("md5") },
+		wantFields: []string{"image.checksum"},
+	},
+	{
+		name:       "sha512 checksumType with a sha256-length digest",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.ChecksumType = ptrTo("sha512") },
+		wantFields: []string{"image.checksum"},
+	},
+	{
+		name:       "checksum neither digest nor URL",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum = "not-a-checksum" },
+		wantFields: []string{"image.checksum"},
+	},
+	{
+		name: "userData Secret in another namespace",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.UserData = &corev1.SecretReference{Name: "u", Namespace: "tenant-b"}
+		},
+		wantFields: []string{"userData.namespace"},
+	},
+	{
+		name:       "userData without name",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.UserData = &corev1.SecretReference{} },
+		wantFields: []string{"userData.name"},
+	},
+	{
+		name: "metaData Secret in another namespace",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.DataTemplate, s.MetaData = nil, &corev1.SecretReference{Name: "m", Namespace: "kube-system"}
+		},
+		wantFields: []string{"metaData.namespace"},
+	},
+	{
+		name: "networkData Secret in another namespace",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.DataTemplate, s.NetworkData = nil, &corev1.SecretReference{Name: "n", Namespace: "tenant-b"}
+		},
+		wantFields: []string{"networkData.namespace"},
+	},
+	{
+		name: "networkData Secret name invalid",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.DataTemplate, s.NetworkData = nil, &corev1.SecretReference{Name: "Network_Data"}
+		},
+		wantFields: []string{"networkData.name"},
+	},
+	{
+		name:       "dataTemplate in another namespace",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.DataTemplate.Namespace = "tenant-b" },
+		wantFields: []string{"dataTemplate.namespace"},
+	},
+	{
+		name:       "dataTemplate without name",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.DataTemplate.Name = "" },
+		wantFields: []string{"dataTemplate.name"},
+	},
+	{
+		name:       "dataTemplate of another kind",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.DataTemplate.Kind = "ConfigMap" },
+		wantFields: []string{"dataTemplate.kind"},
+	},
+	{
+		name:       "dataTemplate together with metaData",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.MetaData = &corev1.SecretReference{Name: "m"} },
+		wantFields: []string{"dataTemplate"},
+	},
+	{
+		name:       "unknown hostSelector operator",
+		mutate:     expr("contains", "rack-a"),
+		wantFields: []string{"hostSelector.matchExpressions[0].operator"},
+	},
+	{
+		name:       "LabelSelector-style operator In",
+		mutate:     expr("In", "rack-a"),
+		wantFields: []string{"hostSelector.matchExpressions[0].operator"},
+	},
+	{
+		name:       "operator in without values",
+		mutate:     expr(selection.In),
+		wantFields: []string{"hostSelector.matchExpressions[0].values"},
+	},
+	{
+		name:       "operator = with two values",
+		mutate:     expr(selection.Equals, "rack-a", "rack-b"),
+		wantFields: []string{"hostSelector.matchExpressions[0].values"},
+	},
+	{
+		name:       "operator exists with values",
+		mutate:     expr(selection.Exists, "rack-a"),
+		wantFields: []string{"hostSelector.matchExpressions[0].values"},
+	},
+	{
+		name:       "operator gt with a non-integer",
+		mutate:     expr(selection.GreaterThan, "three"),
+		wantFields: []string{"hostSelector.matchExpressions[0].values[0]"},
+	},
+	{
+		name:       "value not a label value",
+		mutate:     expr(selection.In, "rack-a", "rack b"),
+		wantFields: []string{"hostSelector.matchExpressions[0].values[1]"},
+	},
+	{
+		name: "key not a label key",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.HostSelector.MatchExpressions[0].Key = "bad key"
+		},
+		wantFields: []string{"hostSelector.matchExpressions[0].key"},
+	},
+	{
+		name: "matchLabels value not a label value",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.HostSelector.MatchLabels = map[string]string{"cluster-role": "control plane"}
+		},
+		wantFields: []string{"hostSelector.matchLabels"},
+	},
+	{
+		name:       "failureDomain not a label value",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.FailureDomain = "rack a" },
+		wantFields: []string{"failureDomain"},
+	},
+	{
+		name:       "empty identityRef name",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.IdentityRef = &infrav1.IdentityRef{} },
+		wantFields: []string{"identityRef.name"},
+	},
+	{
+		name:       "identityRef name not a Secret name",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.IdentityRef = &infrav1.IdentityRef{Name: "Bad_Name"} },
+		wantFields: []string{"identityRef.name"},
+	},
+}
+
+func TestMetal3MachineValidateCreate(t *testing.T) {
+	for _, tc := range machineSpecCases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := validMetal3Machine()
+			tc.mutate(&m.Spec)
+			_, err := (&Metal3Machine{}).ValidateCreate(context.Background(), m)
+			expectFieldErrors(t, err, prefixed("spec.", tc.wantFields)...)
+		})
+	}
+}
+
+func TestMetal3MachineValidateUpdate(t *testing.T) {
+	const host = "tenant-a/worker-3"
+	associated := func(m *infrav1.Metal3Machine) {
+		m.Annotations = map[string]string{infrav1.HostAnnotation: host}
+	}
+	withIdentity := func(name string) func(*infrav1.Metal3Machine) {
+		return func(m *infrav1.Metal3Machine) { m.Spec.IdentityRef = &infrav1.IdentityRef{Name: name} }
+	}
+	both := func(fs ...func(*infrav1.Metal3Machine)) func(*infrav1.Metal3Machine) {
+		return func(m *infrav1.Metal3Machine) {
+			for _, f := range fs {
+				f(m)
+			}
+		}
+	}
+	none := func(*infrav1.Metal3Machine) {}
+
+	tests := []struct {
+		name       string
+		old        func(*infrav1.Metal3Machine)
+		new        func(*infrav1.Metal3Machine)
+		wantFields []string
+	}{
+		{name: "unchanged, associated", old: associated, new: associated},
+		{
+			name:       "identityRef changed while associated",
+			old:        both(associated, withIdentity("pool-east-kubeconfig")),
+			new:        both(associated, withIdentity("pool-west-kubeconfig")),
+			wantFields: []string{"spec.identityRef"},
+		},
+		{
+			name:       "identityRef added while associated",
+			old:        associated,
+			new:        both(associated, withIdentity("pool-east-kubeconfig")),
+			wantFields: []string{"spec.identityRef"},
+		},
+		{
+			name:       "identityRef removed while associated",
+			old:        both(associated, withIdentity("pool-east-kubeconfig")),
+			new:        associated,
+			wantFields: []string{"spec.identityRef"},
+		},
+		{
+			name: "identityRef context changed while associated",
+			old:  both(associated, withIdentity("pool-east-kubeconfig")),
+			new: both(associated, func(m *infrav1.Metal3Machine) {
+				m.Spec.IdentityRef = &infrav1.IdentityRef{Name: "pool-east-kubeconfig", Context: "other"}
+			}),
+			wantFields: []string{"spec.identityRef"},
+		},
+		{
+			name:       "identityRef changed while the annotation is being removed",
+			old:        both(associated, withIdentity("pool-east-kubeconfig")),
+			new:        withIdentity("pool-west-kubeconfig"),
+			wantFields: []string{"spec.identityRef"},
+		},
+		{
+			name: "identityRef changed while not associated",
+			old:  withIdentity("pool-east-kubeconfig"),
+			new:  withIdentity("pool-west-kubeconfig"),
+		},
+		{
+			name: "identityRef changed in the same update that associates",
+			old:  withIdentity("pool-east-kubeconfig"),
+			new:  both(associated, withIdentity("pool-west-kubeconfig")),
+		},
+		{
+			name: "providerID set while associated",
+			old:  associated,
+			new: both(associated, func(m *infrav1.Metal3Machine) {
+				m.Spec.ProviderID = ptrTo("metal3://tenant-a/worker-3/workload-1-controlplane-x7k2p")
+			}),
+		},
+		{
+			name:       "change to an invalid spec",
+			old:        none,
+			new:        func(m *infrav1.Metal3Machine) { m.Spec.Image.URL = "" },
+			wantFields: []string{"spec.image.url"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			oldM, newM := validMetal3Machine(), validMetal3Machine()
+			tc.old(oldM)
+			tc.new(newM)
+			_, err := (&Metal3Machine{}).ValidateUpdate(context.Background(), oldM, newM)
+			expectFieldErrors(t, err, tc.wantFields...)
+		})
+	}
+}
+
+func TestMetal3MachineTemplateValidateCreate(t *testing.T) {
+	for _, tc := range machineSpecCases {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl := validMetal3MachineTemplate()
+			tc.mutate(&tmpl.Spec.Template.Spec)
+			_, err := (&Metal3MachineTemplate{}).ValidateCreate(context.Background(), tmpl)
+			expectFieldErrors(t, err, prefixed("spec.template.spec.", tc.wantFields)...)
+		})
+	}
+}
+
+func TestMetal3MachineTemplateValidateUpdate(t *testing.T) {
+	tests := []struct {
+		name       string
+		old        func(*infrav1.Metal3MachineTemplate)
+		new        func(*infrav1.Metal3MachineTemplate)
+		wantFields []string
+	}{
+		{name: "unchanged", old: func(*infrav1.Metal3MachineTemplate) {}, new: func(*infrav1.Metal3MachineTemplate) {}},
+		{
+			name: "nodeReuse enabled",
+			old:  func(*infrav1.Metal3MachineTemplate) {},
+			new:  func(t *infrav1.Metal3MachineTemplate) { t.Spec.NodeReuse = true },
+		},
+		{
+			name: "nodeReuse disabled",
+			old:  func(t *infrav1.Metal3MachineTemplate) { t.Spec.NodeReuse = true },
+			new:  func(*infrav1.Metal3MachineTemplate) {},
+		},
+		{
+			name: "automatedCleaningMode changed",
+			old:  func(*infrav1.Metal3MachineTemplate) {},
+			new:  func(t *infrav1.Metal3MachineTemplate) { t.Spec.Template.Spec.AutomatedCleaningMode = ptrTo("disabled") },
+		},
+		{
+			name: "automatedCleaningMode set",
+			old:  func(t *infrav1.Metal3MachineTemplate) { t.Spec.Template.Spec.AutomatedCleaningMode = nil },
+			new:  func(*infrav1.Metal3MachineTemplate) {},
+		},
+		{
+			name: "labels changed",
+			old:  func(*infrav1.Metal3MachineTemplate) {},
+			new:  func(t *infrav1.Metal3MachineTemplate) { t.Labels = map[string]string{"team": "infra"} },
+		},
+		{
+			name: "image changed",
+			old:  func(*infrav1.Metal3MachineTemplate) {},
+			new: func(t *infrav1.Metal3MachineTemplate) {
+				t.Spec.Template.Spec.Image.URL = "http://172.22.0.1/images/ubuntu-24.04.qcow2"
+			},
+			wantFields: []string{"spec.template.spec"},
+		},
+		{
+			name: "identityRef changed",
+			old:  func(*infrav1.Metal3MachineTemplate) {},
+			new: func(t *infrav1.Metal3MachineTemplate) {
+				t.Spec.Template.Spec.IdentityRef = &infrav1.IdentityRef{Name: "pool-east-kubeconfig"}
+			},
+			wantFields: []string{"spec.template.spec"},
+		},
+		{
+			name: "hostSelector changed",
+			old:  func(*infrav1.Metal3MachineTemplate) {},
+			new: func(t *infrav1.Metal3MachineTemplate) {
+				t.Spec.Template.Spec.HostSelector.MatchLabels["cluster-role"] = "worker"
+			},
+			wantFields: []string{"spec.template.spec"},
+		},
+		{
+			name: "automatedCleaningMode and image changed together",
+			old:  func(*infrav1.Metal3MachineTemplate) {},
+			new: func(t *infrav1.Metal3MachineTemplate) {
+				t.Spec.Template.Spec.AutomatedCleaningMode = ptrTo("disabled")
+				t.Spec.Template.Spec.Image.Checksum = "4d4a099ace59ef1dfeba3a4362e23d1eaa07d4302f9926498f2a9b88faa25420"
+			},
+			wantFields: []string{"spec.template.spec"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			oldT, newT := validMetal3MachineTemplate(), validMetal3MachineTemplate()
+			tc.old(oldT)
+			tc.new(newT)
+			_, err := (&Metal3MachineTemplate{}).ValidateUpdate(context.Background(), oldT, newT)
+			expectFieldErrors(t, err, tc.wantFields...)
+		})
+	}
+}

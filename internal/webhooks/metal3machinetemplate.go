@@ -1,0 +1,60 @@
+package webhooks
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// Metal3MachineTemplate defaults and validates Metal3MachineTemplates.
+type Metal3MachineTemplate struct{}
+
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta1-metal3machinetemplate,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3machinetemplates,versions=v1beta1,name=default.metal3machinetemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3machinetemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3machinetemplates,versions=v1beta1,name=validation.metal3machinetemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+
+// SetupWebhookWithManager registers the webhook with the manager's webhook server.
+func (w *Metal3MachineTemplate) SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &infrav1.Metal3MachineTemplate{}).
+		WithDefaulter(w).
+		WithValidator(w).
+		Complete()
+}
+
+// Default applies the Metal3Machine defaults to the template's spec, so
+// machines stamped from it match the template exactly.
+func (*Metal3MachineTemplate) Default(_ context.Context, t *infrav1.Metal3MachineTemplate) error {
+	defaultMetal3MachineSpec(&t.Spec.Template.Spec)
+	return nil
+}
+
+// ValidateCreate validates a new template like a Metal3Machine.
+func (*Metal3MachineTemplate) ValidateCreate(_ context.Context, t *infrav1.Metal3MachineTemplate) (admission.Warnings, error) {
+	errs := validateMetal3MachineSpec(&t.Spec.Template.Spec, t.Namespace, field.NewPath("spec", "template", "spec"))
+	return nil, toAPIError(groupKind("Metal3MachineTemplate"), t.Name, errs)
+}
+
+// ValidateUpdate keeps spec.template.spec immutable, as CAPI expects of
+// InfraMachineTemplates (a change is a new template and a rollout), except
+// for the topology controller's server-side-apply dry runs. nodeReuse and
+// automatedCleaningMode may change: neither needs a new host, and the
+// controller propagates automatedCleaningMode to the existing machines.
+func (*Metal3MachineTemplate) ValidateUpdate(ctx context.Context, oldTemplate, newTemplate *infrav1.Metal3MachineTemplate) (admission.Warnings, error) {
+	path := field.NewPath("spec", "template", "spec")
+	errs := validateMetal3MachineSpec(&newTemplate.Spec.Template.Spec, newTemplate.Namespace, path)
+	oldSpec, newSpec := oldTemplate.Spec.Template.Spec.DeepCopy(), newTemplate.Spec.Template.Spec.DeepCopy()
+	oldSpec.AutomatedCleaningMode, newSpec.AutomatedCleaningMode = nil, nil
+	if !isTopologyDryRun(ctx, newTemplate) && !equality.Semantic.DeepEqual(oldSpec, newSpec) {
+		errs = append(errs, field.Forbidden(path, "Metal3MachineTemplate spec.template.spec is immutable except automatedCleaningMode; create a new template and roll out"))
+	}
+	return nil, toAPIError(groupKind("Metal3MachineTemplate"), newTemplate.Name, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (*Metal3MachineTemplate) ValidateDelete(context.Context, *infrav1.Metal3MachineTemplate) (admission.Warnings, error) {
+	return nil, nil
+}

@@ -1,0 +1,143 @@
+package webhooks
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+func duration(s string) *metav1.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return &metav1.Duration{Duration: d}
+}
+
+func strategy(typ infrav1.RemediationType, retryLimit int, timeout string) *infrav1.RemediationStrategy {
+	s := &infrav1.RemediationStrategy{Type: typ, RetryLimit: retryLimit}
+	if timeout != "" {
+		s.Timeout = duration(timeout)
+	}
+	return s
+}
+
+var remediationDefaultCases = []struct {
+	name   string
+	in     *infrav1.RemediationStrategy
+	expect *infrav1.RemediationStrategy
+}{
+	{name: "no strategy", in: nil, expect: strategy("Reboot", 1, "600s")},
+	{name: "empty strategy", in: &infrav1.RemediationStrategy{}, expect: strategy("Reboot", 1, "600s")},
+	{name: "full strategy kept", in: strategy("Reboot", 2, "300s"), expect: strategy("Reboot", 2, "300s")},
+	{name: "only retryLimit", in: strategy("", 3, ""), expect: strategy("Reboot", 3, "600s")},
+	{name: "only timeout", in: strategy("", 0, "15m"), expect: strategy("Reboot", 1, "15m")},
+	{name: "unknown type kept for validation to reject", in: strategy("PowerOff", 0, ""), expect: strategy("PowerOff", 1, "600s")},
+}
+
+func TestMetal3RemediationDefault(t *testing.T) {
+	for _, tc := range remediationDefaultCases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &infrav1.Metal3Remediation{Spec: infrav1.Metal3RemediationSpec{Strategy: tc.in.DeepCopy()}}
+			if err := (&Metal3Remediation{}).Default(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(r.Spec.Strategy, tc.expect) {
+				t.Errorf("strategy = %+v, want %+v", r.Spec.Strategy, tc.expect)
+			}
+		})
+	}
+}
+
+func TestMetal3RemediationTemplateDefault(t *testing.T) {
+	for _, tc := range remediationDefaultCases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &infrav1.Metal3RemediationTemplate{}
+			r.Spec.Template.Spec.Strategy = tc.in.DeepCopy()
+			if err := (&Metal3RemediationTemplate{}).Default(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(r.Spec.Template.Spec.Strategy, tc.expect) {
+				t.Errorf("strategy = %+v, want %+v", r.Spec.Template.Spec.Strategy, tc.expect)
+			}
+		})
+	}
+}
+
+// remediationCases are shared by Metal3Remediation and
+// Metal3RemediationTemplate; wantFields are relative to the strategy.
+var remediationCases = []struct {
+	name       string
+	strategy   *infrav1.RemediationStrategy
+	wantFields []string
+}{
+	{name: "valid", strategy: strategy("Reboot", 2, "300s")},
+	{name: "valid without strategy", strategy: nil},
+	{name: "valid empty strategy", strategy: &infrav1.RemediationStrategy{}},
+	{name: "valid retryLimit 10", strategy: strategy("Reboot", 10, "600s")},
+	{name: "valid timeout 100s", strategy: strategy("Reboot", 1, "100s")},
+	{name: "unknown type", strategy: strategy("PowerOff", 1, "600s"), wantFields: []string{"type"}},
+	{name: "lower-case type", strategy: strategy("reboot", 1, "600s"), wantFields: []string{"type"}},
+	{name: "negative retryLimit", strategy: strategy("Reboot", -1, "600s"), wantFields: []string{"retryLimit"}},
+	{name: "retryLimit above 10", strategy: strategy("Reboot", 11, "600s"), wantFields: []string{"retryLimit"}},
+	{name: "timeout below 100s", strategy: strategy("Reboot", 1, "99s"), wantFields: []string{"timeout"}},
+	{name: "zero timeout", strategy: strategy("Reboot", 1, "0s"), wantFields: []string{"timeout"}},
+	{
+		name:       "everything wrong",
+		strategy:   strategy("PowerOff", 50, "10s"),
+		wantFields: []string{"type", "retryLimit", "timeout"},
+	},
+}
+
+func TestMetal3RemediationValidate(t *testing.T) {
+	for _, tc := range remediationCases {
+		t.Run(tc.name, func(t *testing.T) {
+			newR := func() *infrav1.Metal3Remediation {
+				return &infrav1.Metal3Remediation{
+					ObjectMeta: metav1.ObjectMeta{Name: "workload-1-md-0-5xq9z-hf7wk", Namespace: testNamespace},
+					Spec:       infrav1.Metal3RemediationSpec{Strategy: tc.strategy.DeepCopy()},
+				}
+			}
+			want := prefixed("spec.strategy.", tc.wantFields)
+			t.Run("create", func(t *testing.T) {
+				_, err := (&Metal3Remediation{}).ValidateCreate(context.Background(), newR())
+				expectFieldErrors(t, err, want...)
+			})
+			t.Run("update", func(t *testing.T) {
+				old := &infrav1.Metal3Remediation{Spec: infrav1.Metal3RemediationSpec{Strategy: strategy("Reboot", 1, "600s")}}
+				_, err := (&Metal3Remediation{}).ValidateUpdate(context.Background(), old, newR())
+				expectFieldErrors(t, err, want...)
+			})
+		})
+	}
+}
+
+func TestMetal3RemediationTemplateValidate(t *testing.T) {
+	for _, tc := range remediationCases {
+		t.Run(tc.name, func(t *testing.T) {
+			newT := func() *infrav1.Metal3RemediationTemplate {
+				r := &infrav1.Metal3RemediationTemplate{
+					ObjectMeta: metav1.ObjectMeta{Name: "workload-1-workers-remediation", Namespace: testNamespace},
+				}
+				r.Spec.Template.Spec.Strategy = tc.strategy.DeepCopy()
+				return r
+			}
+			want := prefixed("spec.template.spec.strategy.", tc.wantFields)
+			t.Run("create", func(t *testing.T) {
+				_, err := (&Metal3RemediationTemplate{}).ValidateCreate(context.Background(), newT())
+				expectFieldErrors(t, err, want...)
+			})
+			t.Run("update", func(t *testing.T) {
+				old := &infrav1.Metal3RemediationTemplate{}
+				old.Spec.Template.Spec.Strategy = strategy("Reboot", 1, "600s")
+				_, err := (&Metal3RemediationTemplate{}).ValidateUpdate(context.Background(), old, newT())
+				expectFieldErrors(t, err, want...)
+			})
+		})
+	}
+}

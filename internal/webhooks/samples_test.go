@@ -1,0 +1,146 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// samplesDir holds the manifests of api/v1beta1/testdata/samples, written as
+// users of upstream CAPM3 write them; every one must be admitted.
+const samplesDir = "../../api/v1beta1/testdata/samples"
+
+// admitSample decodes raw strictly into a new T, defaults it when the kind
+// has a defaulter (as the mutating webhook would), and checks that it is
+// accepted on creation without warnings and on a no-op update.
+func admitSample[T runtime.Object](t *testing.T, raw []byte, obj T, d admission.Defaulter[T], v admission.Validator[T]) {
+	t.Helper()
+	ctx := context.Background()
+	if err := yaml.UnmarshalStrict(raw, obj); err != nil {
+		t.Fatalf("decoding: %v", err)
+	}
+	if d != nil {
+		if err := d.Default(ctx, obj); err != nil {
+			t.Fatalf("Default: %v", err)
+		}
+	}
+	warnings, err := v.ValidateCreate(ctx, obj)
+	expectFieldErrors(t, err)
+	if len(warnings) != 0 {
+		t.Errorf("ValidateCreate warnings: %q", warnings)
+	}
+	_, err = v.ValidateUpdate(ctx, obj.DeepCopyObject().(T), obj)
+	expectFieldErrors(t, err)
+}
+
+// sampleAdmitters admits a sample of each kind through its webhook.
+var sampleAdmitters = map[string]func(*testing.T, []byte){
+	"Metal3Cluster": func(t *testing.T, raw []byte) {
+		t.Helper()
+		w := &Metal3Cluster{}
+		admitSample(t, raw, &infrav1.Metal3Cluster{}, w, w)
+	},
+	"Metal3ClusterTemplate": func(t *testing.T, raw []byte) {
+		t.Helper()
+		w := &Metal3ClusterTemplate{}
+		admitSample(t, raw, &infrav1.Metal3ClusterTemplate{}, w, w)
+	},
+	"Metal3Machine": func(t *testing.T, raw []byte) {
+		t.Helper()
+		w := &Metal3Machine{}
+		admitSample(t, raw, &infrav1.Metal3Machine{}, w, w)
+	},
+	"Metal3MachineTemplate": func(t *testing.T, raw []byte) {
+		t.Helper()
+		w := &Metal3MachineTemplate{}
+		admitSample(t, raw, &infrav1.Metal3MachineTemplate{}, w, w)
+	},
+	"Metal3DataTemplate": func(t *testing.T, raw []byte) {
+		t.Helper()
+		admitSample(t, raw, &infrav1.Metal3DataTemplate{}, nil, &Metal3DataTemplate{})
+	},
+	"Metal3DataClaim": func(t *testing.T, raw []byte) {
+		t.Helper()
+		admitSample(t, raw, &infrav1.Metal3DataClaim{}, nil, &Metal3DataClaim{})
+	},
+	"Metal3Data": func(t *testing.T, raw []byte) {
+		t.Helper()
+		admitSample(t, raw, &infrav1.Metal3Data{}, nil, &Metal3Data{})
+	},
+	"Metal3Remediation": func(t *testing.T, raw []byte) {
+		t.Helper()
+		w := &Metal3Remediation{}
+		admitSample(t, raw, &infrav1.Metal3Remediation{}, w, w)
+	},
+	"Metal3RemediationTemplate": func(t *testing.T, raw []byte) {
+		t.Helper()
+		w := &Metal3RemediationTemplate{}
+		admitSample(t, raw, &infrav1.Metal3RemediationTemplate{}, w, w)
+	},
+}
+
+func TestSamplesAreAdmitted(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(samplesDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no samples in %s", samplesDir)
+	}
+	sort.Strings(files)
+	seen := map[string]bool{}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := yaml.YAMLToJSON(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var meta struct{ Kind string }
+			if err := json.Unmarshal(j, &meta); err != nil {
+				t.Fatal(err)
+			}
+			admit, ok := sampleAdmitters[meta.Kind]
+			if !ok {
+				t.Fatalf("no webhook for kind %q", meta.Kind)
+			}
+			seen[meta.Kind] = true
+			admit(t, raw)
+		})
+	}
+	for kind := range sampleAdmitters {
+		if !seen[kind] {
+			t.Errorf("no sample of kind %s was admitted", kind)
+		}
+	}
+}
+
+// TestEveryKindIsAdmittedBySamples keeps sampleAdmitters in step with the API:
+// a new kind must get a webhook and a sample.
+func TestEveryKindIsAdmittedBySamples(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := infrav1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for kind := range scheme.KnownTypes(infrav1.GroupVersion) {
+		if !strings.HasPrefix(kind, "Metal3") || strings.HasSuffix(kind, "List") {
+			continue
+		}
+		if _, ok := sampleAdmitters[kind]; !ok {
+			t.Errorf("kind %s has no webhook test", kind)
+		}
+	}
+}
