@@ -33,7 +33,11 @@ func TestManagerAgainstAPIServer(t *testing.T) {
 	g := NewWithT(t)
 	scheme, err := newScheme()
 	g.Expect(err).NotTo(HaveOccurred())
-	env := testenv.Start(t, testenv.Options{Scheme: scheme})
+	env := testenv.Start(t, testenv.Options{
+		Scheme:            scheme,
+		CRDs:              testenv.ProviderCRDs(t),
+		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
+	})
 	kubeconfig := env.WriteKubeconfig(t)
 
 	healthAddr := testenv.FreeLoopbackAddr(t)

@@ -43,6 +43,7 @@ type options struct {
 	restConfigBurst int
 
 	concurrency concurrency
+	remote      remoteOptions
 
 	managerOptions flags.ManagerOptions
 	logOptions     *logs.Options
@@ -57,6 +58,15 @@ type concurrency struct {
 	metal3DataTemplate    int
 	metal3Data            int
 	metal3Remediation     int
+}
+
+// remoteOptions tune the clients of identities with a kubeconfig.
+type remoteOptions struct {
+	probeInterval    time.Duration
+	probeTimeout     time.Duration
+	failureThreshold int
+	qps              float32
+	burst            int
 }
 
 func newOptions() *options {
@@ -116,6 +126,17 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.concurrency.metal3Remediation, "metal3remediation-concurrency", 10,
 		"Number of Metal3Remediations reconciled in parallel.")
 
+	fs.DurationVar(&o.remote.probeInterval, "remote-probe-interval", 10*time.Second,
+		"How often the API server of each identity with a kubeconfig is probed.")
+	fs.DurationVar(&o.remote.probeTimeout, "remote-probe-timeout", 5*time.Second,
+		"How long one probe of an identity's API server may take.")
+	fs.IntVar(&o.remote.failureThreshold, "remote-probe-failure-threshold", 3,
+		"Consecutive failed probes after which an identity is reported Unreachable and disconnected.")
+	fs.Float32Var(&o.remote.qps, "remote-client-qps", 20,
+		"Maximum queries per second to each identity's API server.")
+	fs.IntVar(&o.remote.burst, "remote-client-burst", 30,
+		"Maximum burst of queries to each identity's API server.")
+
 	// --diagnostics-address (metrics, served over authenticated HTTPS unless
 	// --insecure-diagnostics), --tls-min-version, --tls-cipher-suites and
 	// --tls-curve-preferences: the same flags and semantics as every CAPI provider.
@@ -136,6 +157,12 @@ func (o *options) validate() error {
 	}
 	if o.restConfigQPS <= 0 || o.restConfigBurst <= 0 {
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
+	}
+	if o.remote.probeInterval <= 0 || o.remote.probeTimeout <= 0 || o.remote.failureThreshold < 1 {
+		return fmt.Errorf("--remote-probe-interval, --remote-probe-timeout and --remote-probe-failure-threshold must be positive")
+	}
+	if o.remote.qps <= 0 || o.remote.burst <= 0 {
+		return fmt.Errorf("--remote-client-qps and --remote-client-burst must be positive")
 	}
 	if o.syncPeriod <= 0 {
 		return fmt.Errorf("--sync-period must be positive")

@@ -12,8 +12,11 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/webhooks"
 )
 
@@ -41,8 +44,37 @@ func uncachedObjects() []client.Object {
 	return []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}
 }
 
-// setupReconcilers registers every controller with the manager.
-func setupReconcilers(_ context.Context, _ ctrl.Manager, _ *options) error {
+// setupReconcilers registers every controller with the manager, and the
+// remote-client cache they share.
+func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) error {
+	identities, err := remote.New(remote.Options{
+		SecretReader:     mgr.GetAPIReader(),
+		ManagementCache:  mgr.GetCache(),
+		InClusterClient:  mgr.GetClient(),
+		Scheme:           mgr.GetScheme(),
+		ProbeInterval:    opts.remote.probeInterval,
+		ProbeTimeout:     opts.remote.probeTimeout,
+		FailureThreshold: opts.remote.failureThreshold,
+		QPS:              opts.remote.qps,
+		Burst:            opts.remote.burst,
+		UserAgent:        controllerName,
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(identities); err != nil {
+		return fmt.Errorf("add remote-client cache: %w", err)
+	}
+	if err := (&controllers.Metal3ClusterReconciler{
+		Client: mgr.GetClient(), Identities: identities, WatchFilterValue: opts.watchFilterValue,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency.metal3Cluster}); err != nil {
+		return fmt.Errorf("set up Metal3Cluster controller: %w", err)
+	}
+	if err := (&controllers.Metal3MachineReconciler{
+		Client: mgr.GetClient(), Identities: identities, WatchFilterValue: opts.watchFilterValue,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency.metal3Machine}); err != nil {
+		return fmt.Errorf("set up Metal3Machine controller: %w", err)
+	}
 	return nil
 }
 

@@ -1,0 +1,43 @@
+// Package baremetal holds the domain logic of the provider: what a
+// Metal3Cluster's status is, how a machine gets and releases a host, how
+// data is rendered. Controllers fetch objects and call it; it reaches hosts
+// only through the HostAccess of the remote package.
+package baremetal
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// ClusterFailureDomains lists spec.failureDomains the way the CAPI v1beta2
+// contract wants them in status: a list sorted by name.
+func ClusterFailureDomains(cluster *infrav1.Metal3Cluster) []clusterv1.FailureDomain {
+	domains := make([]clusterv1.FailureDomain, 0, len(cluster.Spec.FailureDomains))
+	for name, spec := range cluster.Spec.FailureDomains {
+		controlPlane := spec.ControlPlane
+		domains = append(domains, clusterv1.FailureDomain{Name: name, ControlPlane: &controlPlane, Attributes: spec.Attributes})
+	}
+	slices.SortFunc(domains, func(a, b clusterv1.FailureDomain) int { return strings.Compare(a.Name, b.Name) })
+	if len(domains) == 0 {
+		return nil
+	}
+	return domains
+}
+
+// ErrNoControlPlaneEndpoint means the cluster cannot be provisioned: CAPI
+// copies the endpoint into the Cluster, and nodes join through it.
+var ErrNoControlPlaneEndpoint = errors.New("spec.controlPlaneEndpoint is not set: nodes would have no API server to join")
+
+// ValidateControlPlaneEndpoint checks the endpoint a cluster is provisioned with.
+func ValidateControlPlaneEndpoint(cluster *infrav1.Metal3Cluster) error {
+	endpoint := cluster.Spec.ControlPlaneEndpoint
+	if endpoint.Host == "" || endpoint.Port <= 0 || endpoint.Port > 65535 {
+		return ErrNoControlPlaneEndpoint
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+package remote
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// HostAccess is what managers get to work with BareMetalHosts: a client for
+// the cluster where one identity's hosts are, and the namespace they are in.
+// Reads of BareMetalHosts are served from a shared informer cache; Secrets
+// are read and written without caching; every write goes to the API server.
+type HostAccess interface {
+	// Key is the identity this access was made for.
+	Key() IdentityKey
+	// Namespace is where the hosts are, and where host Secrets are written.
+	Namespace() string
+	// Client talks to the hosts' cluster.
+	Client() client.Client
+}
+
+// hostAccess is a HostAccess for one identity and namespace.
+type hostAccess struct {
+	key       IdentityKey
+	namespace string
+	client    client.Client
+}
+
+func (h *hostAccess) Key() IdentityKey      { return h.key }
+func (h *hostAccess) Namespace() string     { return h.namespace }
+func (h *hostAccess) Client() client.Client { return h.client }

@@ -1,0 +1,56 @@
+package remote
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Metrics of the remote-client cache, served on the manager's metrics endpoint.
+var (
+	connectedAccessors = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "capm3_remote_accessors_connected",
+		Help: "Number of identities with a connected accessor (client, host cache and probe).",
+	})
+	accessorCreations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "capm3_remote_accessor_creations_total",
+		Help: "Accessors created per identity, counting reconnects and rotations.",
+	}, []string{"identity"})
+	accessorRotations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "capm3_remote_accessor_rotations_total",
+		Help: "Accessors replaced because the identity Secret's kubeconfig changed.",
+	}, []string{"identity"})
+	probeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "capm3_remote_probe_failures_total",
+		Help: "Failed health probes per identity.",
+	}, []string{"identity"})
+	lastSuccessfulProbe = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "capm3_remote_last_successful_probe_timestamp_seconds",
+		Help: "Unix time of the last successful health probe per connected identity.",
+	}, []string{"identity"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(connectedAccessors, accessorCreations, accessorRotations, probeFailures, lastSuccessfulProbe)
+}
+
+func recordConnected(key IdentityKey) {
+	connectedAccessors.Inc()
+	accessorCreations.WithLabelValues(key.String()).Inc()
+	lastSuccessfulProbe.WithLabelValues(key.String()).Set(float64(time.Now().Unix()))
+}
+
+func recordDisconnected(key IdentityKey) {
+	connectedAccessors.Dec()
+	// A stopped identity must not keep reporting a probe time.
+	lastSuccessfulProbe.DeleteLabelValues(key.String())
+}
+
+func recordRotation(key IdentityKey) { accessorRotations.WithLabelValues(key.String()).Inc() }
+
+func recordProbeSuccess(key IdentityKey) {
+	lastSuccessfulProbe.WithLabelValues(key.String()).Set(float64(time.Now().Unix()))
+}
+
+func recordProbeFailure(key IdentityKey) { probeFailures.WithLabelValues(key.String()).Inc() }

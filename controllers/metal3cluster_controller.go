@@ -1,0 +1,177 @@
+// Package controllers has one reconciler per kind. Each fetches its object,
+// handles pause and finalizers, calls into baremetal/ and patches status once.
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/paused"
+	"sigs.k8s.io/cluster-api/util/predicates"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+)
+
+// machinesGoneRequeue is how often a deleting Metal3Cluster checks whether
+// its machines are gone (their deletion also triggers a reconcile).
+const machinesGoneRequeue = 10 * time.Second
+
+// Metal3ClusterReconciler reconciles Metal3Clusters.
+type Metal3ClusterReconciler struct {
+	Client           client.Client
+	Identities       *remote.Cache
+	WatchFilterValue string
+}
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3clusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3clusters/status;metal3clusters/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
+// SetupWithManager registers the controller.
+func (r *Metal3ClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	log := ctrl.LoggerFrom(ctx)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&infrav1.Metal3Cluster{}).
+		WithOptions(options).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		Watches(&clusterv1.Cluster{},
+			handler.EnqueueRequestsFromMapFunc(util.ClusterToInfrastructureMapFunc(ctx,
+				infrav1.GroupVersion.WithKind("Metal3Cluster"), mgr.GetClient(), &infrav1.Metal3Cluster{})),
+			// Pause and unpause are what this controller must see of its Cluster.
+			builderPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log)),
+		).
+		Watches(&infrav1.Metal3Machine{}, handler.EnqueueRequestsFromMapFunc(r.metal3MachineToCluster)).
+		WatchesRawSource(r.Identities.Source("Metal3Cluster")).
+		Complete(r)
+}
+
+// Reconcile brings one Metal3Cluster to its desired state.
+func (r *Metal3ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	m3c := &infrav1.Metal3Cluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, m3c); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// CAPI contract: externally managed infrastructure is not ours to touch.
+	if annotations.IsExternallyManaged(m3c) {
+		return ctrl.Result{}, nil
+	}
+	cluster, err := util.GetOwnerCluster(ctx, r.Client, m3c.ObjectMeta)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("get owner Cluster of Metal3Cluster %s: %w", req.NamespacedName, err)
+	}
+	if cluster == nil {
+		ctrl.LoggerFrom(ctx).Info("Waiting for the Cluster controller to set the owner reference")
+		return ctrl.Result{}, nil
+	}
+	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, m3c); err != nil || isPaused || requeue {
+		return ctrl.Result{}, err
+	}
+
+	patchHelper, err := patch.NewHelper(m3c, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		if err := patchHelper.Patch(ctx, m3c, patch.WithOwnedConditions{Conditions: []string{
+			infrav1.ReadyCondition, infrav1.IdentityReadyCondition,
+		}}); err != nil && !apierrors.IsNotFound(err) {
+			reterr = err
+		}
+	}()
+
+	if !m3c.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, cluster, m3c)
+	}
+	return r.reconcileNormal(ctx, m3c)
+}
+
+func (r *Metal3ClusterReconciler) reconcileNormal(ctx context.Context, m3c *infrav1.Metal3Cluster) (ctrl.Result, error) {
+	controllerutil.AddFinalizer(m3c, infrav1.Metal3ClusterFinalizer)
+
+	identity := remote.ClusterIdentity(m3c)
+	access, identityErr := r.Identities.HostAccess(ctx, m3c, identity)
+	identityCondition := remote.IdentityCondition(identity, access, identityErr)
+	identityCondition.ObservedGeneration = m3c.Generation
+	conditions.Set(m3c, identityCondition)
+	m3c.Status.Identity = remote.IdentityStatus(identity, access)
+	m3c.Status.FailureDomains = baremetal.ClusterFailureDomains(m3c)
+
+	endpointErr := baremetal.ValidateControlPlaneEndpoint(m3c)
+	ready := metav1.Condition{Type: infrav1.ReadyCondition, ObservedGeneration: m3c.Generation}
+	switch {
+	case endpointErr != nil:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, infrav1.NotReadyReason, endpointErr.Error()
+	case identityErr != nil:
+		ready.Status, ready.Reason = metav1.ConditionFalse, infrav1.IdentityNotReadyReason
+		ready.Message = "Identity is not usable: " + identityCondition.Message
+	default:
+		ready.Status, ready.Reason = metav1.ConditionTrue, infrav1.ReadyReason
+		// Provisioned is a one-way flag of the CAPI contract: once the
+		// cluster's infrastructure was ready, a later identity outage
+		// shows on Ready, not by un-provisioning.
+		m3c.Status.Initialization.Provisioned = ptrTo(true)
+	}
+	conditions.Set(m3c, ready)
+
+	if identityErr != nil {
+		if ie, ok := remote.AsIdentityError(identityErr); ok && ie.Terminal {
+			// Fixed by changing the Secret or identityRef, which triggers a reconcile.
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(identity.Key)}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Metal3ClusterReconciler) reconcileDelete(ctx context.Context, cluster *clusterv1.Cluster, m3c *infrav1.Metal3Cluster) (ctrl.Result, error) {
+	machines := &infrav1.Metal3MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(m3c.Namespace),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: cluster.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list Metal3Machines of cluster %s: %w", cluster.Name, err)
+	}
+	if len(machines.Items) > 0 {
+		conditions.Set(m3c, metav1.Condition{
+			Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.DeletingReason,
+			Message: fmt.Sprintf("Waiting for %d Metal3Machines to be deleted", len(machines.Items)),
+		})
+		return ctrl.Result{RequeueAfter: machinesGoneRequeue}, nil
+	}
+	r.Identities.Release(m3c)
+	controllerutil.RemoveFinalizer(m3c, infrav1.Metal3ClusterFinalizer)
+	return ctrl.Result{}, nil
+}
+
+// metal3MachineToCluster wakes a deleting Metal3Cluster when one of its machines goes.
+func (r *Metal3ClusterReconciler) metal3MachineToCluster(ctx context.Context, obj client.Object) []ctrl.Request {
+	clusterName := obj.GetLabels()[clusterv1.ClusterNameLabel]
+	if clusterName == "" {
+		return nil
+	}
+	cluster := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: clusterName}, cluster); err != nil {
+		return nil
+	}
+	ref := cluster.Spec.InfrastructureRef
+	if ref.Kind != "Metal3Cluster" || ref.Name == "" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}}}
+}
+
+func ptrTo[T any](v T) *T { return &v }

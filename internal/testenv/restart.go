@@ -1,0 +1,100 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// StopAPIServer terminates the environment's kube-apiserver process and
+// returns a function that starts it again with the same command line: the
+// same port, certificates and etcd, so clients holding the old kubeconfig
+// reconnect as they would to a real server coming back. envtest's own
+// Stop/Start cannot do this: it generates new certificates on restart.
+func (e *Env) StopAPIServer(t testing.TB) (restart func()) {
+	t.Helper()
+	server, err := url.Parse(e.Config.Host)
+	if err != nil {
+		t.Fatalf("parse API server address: %v", err)
+	}
+	pid, args, environ := findAPIServer(t, server.Port())
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatalf("find kube-apiserver %d: %v", pid, err)
+	}
+	if err := proc.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("stop kube-apiserver: %v", err)
+	}
+	// The process is envtest's child and is reaped by it; wait until it is gone.
+	deadline := time.Now().Add(30 * time.Second)
+	for processAlive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-apiserver %d did not stop", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return func() {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Env = environ
+		if err := cmd.Start(); err != nil {
+			cancel()
+			t.Fatalf("restart kube-apiserver: %v", err)
+		}
+		t.Cleanup(func() {
+			cancel()
+			_ = cmd.Wait()
+		})
+	}
+}
+
+// findAPIServer finds the kube-apiserver serving on port among this
+// process's children and returns its pid, argv and environment.
+func findAPIServer(t testing.TB, port string) (int, []string, []string) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("list processes: %v", err)
+	}
+	want := "--secure-port=" + port
+	for _, entry := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(entry.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(raw, []byte(want)) {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if filepath.Base(args[0]) != "kube-apiserver" {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "environ"))
+		if err != nil {
+			t.Fatalf("read kube-apiserver environment: %v", err)
+		}
+		return pid, args, strings.Split(strings.TrimRight(string(env), "\x00"), "\x00")
+	}
+	t.Fatalf("no kube-apiserver with %s found", want)
+	return 0, nil, nil
+}
+
+func processAlive(pid int) bool {
+	raw, err := os.ReadFile(filepath.Join("/proc", fmt.Sprint(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	// A zombie (state Z) has exited but is not reaped yet.
+	fields := strings.Fields(string(raw))
+	return len(fields) > 2 && fields[2] != "Z"
+}

@@ -1,0 +1,82 @@
+package testenv
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// UserKubeconfig adds a certificate user to the environment and returns a
+// kubeconfig for it with inline credentials, one context named contextName
+// whose namespace is namespace (empty: none).
+func (e *Env) UserKubeconfig(t testing.TB, user, contextName, namespace string) []byte {
+	t.Helper()
+	authn, err := e.AddUser(envtest.User{Name: user}, nil)
+	if err != nil {
+		t.Fatalf("add user %s: %v", user, err)
+	}
+	raw, err := authn.KubeConfig()
+	if err != nil {
+		t.Fatalf("kubeconfig for %s: %v", user, err)
+	}
+	cfg, err := clientcmd.Load(raw)
+	if err != nil {
+		t.Fatalf("load kubeconfig for %s: %v", user, err)
+	}
+	kctx := cfg.Contexts[cfg.CurrentContext]
+	delete(cfg.Contexts, cfg.CurrentContext)
+	kctx.Namespace = namespace
+	cfg.Contexts[contextName] = kctx
+	cfg.CurrentContext = contextName
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatalf("write kubeconfig for %s: %v", user, err)
+	}
+	return out
+}
+
+// Rule is one line of a Role.
+type Rule struct {
+	Group, Resource string
+	Verbs           []string
+}
+
+// GrantInNamespace creates namespace if needed and a Role with rules bound
+// to user there.
+func (e *Env) GrantInNamespace(t testing.TB, namespace, user string, rules ...Rule) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", namespace, err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: namespace}}
+	for _, r := range rules {
+		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{r.Group}, Resources: []string{r.Resource}, Verbs: r.Verbs})
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	if err := e.Client.Create(ctx, role); err != nil {
+		t.Fatalf("create Role %s/%s: %v", namespace, user, err)
+	}
+	if err := e.Client.Create(ctx, binding); err != nil {
+		t.Fatalf("create RoleBinding %s/%s: %v", namespace, user, err)
+	}
+}
+
+// HostProviderRules is everything the provider needs in a pool namespace:
+// the least-privilege Role the identity documentation recommends.
+func HostProviderRules() []Rule {
+	return []Rule{
+		{Group: "metal3.io", Resource: "baremetalhosts", Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{Group: "", Resource: "secrets", Verbs: []string{"get", "create", "update", "delete"}},
+	}
+}
