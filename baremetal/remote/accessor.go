@@ -64,6 +64,9 @@ func connect(parent context.Context, owner *Cache, key IdentityKey, base *rest.C
 	if opts.UserAgent != "" {
 		cfg.UserAgent = opts.UserAgent
 	}
+	if opts.WrapTransport != nil {
+		cfg.Wrap(opts.WrapTransport)
+	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "cannot build an HTTP client: %v", err)

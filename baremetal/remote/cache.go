@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -56,6 +57,9 @@ type Options struct {
 	Burst int
 	// UserAgent identifies the provider to remote API servers.
 	UserAgent string
+	// WrapTransport, if set, wraps every remote client's transport (for
+	// request accounting or tracing).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 func (o *Options) setDefaults() {
@@ -149,6 +153,9 @@ func (c *Cache) Start(ctx context.Context) error {
 		return fmt.Errorf("watch identity Secrets: %w", err)
 	}
 	registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		// A Secret created after its users wakes them too: they were
+		// waiting with SecretNotFound.
+		AddFunc:    c.secretChanged,
 		UpdateFunc: func(_, obj any) { c.secretChanged(obj) },
 		DeleteFunc: c.secretChanged,
 	})
@@ -520,7 +527,7 @@ func (c *Cache) sendHostEvent(req reconcile.Request) {
 	c.sendLocked("Metal3Machine", req.NamespacedName)
 }
 
-// secretChanged reacts to an update or deletion of any Secret: when it is an
+// secretChanged reacts to a creation, update or deletion of any Secret: when it is an
 // identity's, the identity's users are reconciled and pick up the change.
 func (c *Cache) secretChanged(obj any) {
 	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {

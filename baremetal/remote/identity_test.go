@@ -1,0 +1,91 @@
+package remote
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+func TestResolveMachineIdentity(t *testing.T) {
+	scheme := k8sruntime.NewScheme()
+	_ = clusterv1.AddToScheme(scheme)
+	_ = infrav1.AddToScheme(scheme)
+
+	clusterWithInfra := func(name, apiGroup, kind string) *clusterv1.Cluster {
+		return &clusterv1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: name},
+			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: apiGroup, Kind: kind, Name: name,
+			}},
+		}
+	}
+	m3cWithIdentity := &infrav1.Metal3Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "metal3"},
+		Spec:       infrav1.Metal3ClusterSpec{IdentityRef: &infrav1.IdentityRef{Name: "pool-east", Context: "east"}},
+	}
+	m3cInCluster := &infrav1.Metal3Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "incluster"}}
+	objects := []client.Object{
+		clusterWithInfra("metal3", infrav1.GroupVersion.Group, "Metal3Cluster"), m3cWithIdentity,
+		clusterWithInfra("incluster", infrav1.GroupVersion.Group, "Metal3Cluster"), m3cInCluster,
+		clusterWithInfra("other", "infrastructure.cluster.x-k8s.io", "DockerCluster"),
+		clusterWithInfra("missing-m3c", infrav1.GroupVersion.Group, "Metal3Cluster"),
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
+
+	machine := func(cluster string, ref *infrav1.IdentityRef) *infrav1.Metal3Machine {
+		m := &infrav1.Metal3Machine{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0"},
+			Spec:       infrav1.Metal3MachineSpec{IdentityRef: ref},
+		}
+		if cluster != "" {
+			m.Labels = map[string]string{clusterv1.ClusterNameLabel: cluster}
+		}
+		return m
+	}
+	own := &infrav1.IdentityRef{Name: "own-pool"}
+	tests := []struct {
+		name    string
+		machine *infrav1.Metal3Machine
+		want    IdentityKey
+		wantErr string
+	}{
+		{name: "own identityRef wins over the cluster's", machine: machine("metal3", own),
+			want: IdentityKey{SecretNamespace: "tenant-a", SecretName: "own-pool"}},
+		{name: "own identityRef needs no cluster", machine: machine("", own),
+			want: IdentityKey{SecretNamespace: "tenant-a", SecretName: "own-pool"}},
+		{name: "cluster's identityRef", machine: machine("metal3", nil),
+			want: IdentityKey{SecretNamespace: "tenant-a", SecretName: "pool-east", Context: "east"}},
+		{name: "cluster without identityRef: in-cluster", machine: machine("incluster", nil), want: InClusterKey},
+		{name: "infrastructure is not a Metal3Cluster: in-cluster", machine: machine("other", nil), want: InClusterKey},
+		{name: "infrastructure is not a Metal3Cluster, own identityRef", machine: machine("other", own),
+			want: IdentityKey{SecretNamespace: "tenant-a", SecretName: "own-pool"}},
+		{name: "no cluster label yet", machine: machine("", nil), wantErr: "cluster.x-k8s.io/cluster-name"},
+		{name: "cluster missing", machine: machine("gone", nil), wantErr: "Cluster tenant-a/gone"},
+		{name: "Metal3Cluster missing", machine: machine("missing-m3c", nil), wantErr: "Metal3Cluster tenant-a/missing-m3c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ResolveMachineIdentity(context.Background(), c, tt.machine)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one mentioning %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Key != tt.want || got.ObjectNamespace != "tenant-a" {
+				t.Errorf("identity = %+v, want key %+v in tenant-a", got, tt.want)
+			}
+		})
+	}
+}
