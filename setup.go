@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
@@ -70,10 +72,31 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency.metal3Cluster}); err != nil {
 		return fmt.Errorf("set up Metal3Cluster controller: %w", err)
 	}
+	// Workload cluster clients, for Nodes' providerID when no cloud provider
+	// sets it: CAPI's ClusterCache, shared, probed, keyed by Cluster.
+	workloadClusters, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient:     mgr.GetAPIReader(),
+		WatchFilterValue: opts.watchFilterValue,
+		Cache: clustercache.CacheOptions{
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+		Client: clustercache.ClientOptions{
+			QPS: opts.remote.qps, Burst: opts.remote.burst, UserAgent: controllerName,
+			Cache: clustercache.ClientCacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}}},
+		},
+	}, controller.Options{MaxConcurrentReconciles: opts.concurrency.metal3Cluster})
+	if err != nil {
+		return fmt.Errorf("set up workload cluster cache: %w", err)
+	}
 	if err := (&controllers.Metal3MachineReconciler{
-		Client: mgr.GetClient(), Identities: identities, WatchFilterValue: opts.watchFilterValue,
+		Client: mgr.GetClient(), Identities: identities, ClusterCache: workloadClusters, WatchFilterValue: opts.watchFilterValue,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency.metal3Machine}); err != nil {
 		return fmt.Errorf("set up Metal3Machine controller: %w", err)
+	}
+	if err := (&controllers.Metal3MachineTemplateReconciler{
+		Client: mgr.GetClient(), WatchFilterValue: opts.watchFilterValue,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency.metal3MachineTemplate}); err != nil {
+		return fmt.Errorf("set up Metal3MachineTemplate controller: %w", err)
 	}
 	return nil
 }

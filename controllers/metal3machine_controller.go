@@ -5,11 +5,12 @@ import (
 	"fmt"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
@@ -20,19 +21,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
 )
 
 // Metal3MachineReconciler reconciles Metal3Machines.
 type Metal3MachineReconciler struct {
-	Client           client.Client
-	Identities       *remote.Cache
+	Client     client.Client
+	Identities *remote.Cache
+	// ClusterCache gives clients of workload clusters, to set Nodes'
+	// providerID when no cloud provider does. Nil disables that.
+	ClusterCache     clustercache.ClusterCache
 	WatchFilterValue string
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3machines,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3machines/status;metal3machines/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3machinetemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectaccessreviews,verbs=create
 
 // SetupWithManager registers the controller. Host events arrive from the
 // remote accessors through the identity cache's source and, when the
@@ -50,6 +59,10 @@ func (r *Metal3MachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		Watches(&clusterv1.Cluster{},
 			handler.EnqueueRequestsFromMapFunc(clusterToMachines),
 			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log))).
+		Watches(&clusterv1.Machine{},
+			handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("Metal3Machine")))).
+		// Bootstrap data appearing: metadata only, Secrets' data is never cached.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bootstrapSecretToMetal3Machines)).
 		WatchesRawSource(r.Identities.Source("Metal3Machine"))
 	served, err := servesBareMetalHosts(mgr)
 	if err != nil {
@@ -61,6 +74,28 @@ func (r *Metal3MachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		log.Info("The management cluster has no BareMetalHost CRD: only identities with a kubeconfig can reach hosts")
 	}
 	return b.Complete(r)
+}
+
+// bootstrapSecretToMetal3Machines maps a bootstrap data Secret to the
+// Metal3Machines of the Machines that use it.
+func (r *Metal3MachineReconciler) bootstrapSecretToMetal3Machines(ctx context.Context, obj client.Object) []ctrl.Request {
+	clusterName := obj.GetLabels()[clusterv1.ClusterNameLabel]
+	if clusterName == "" {
+		return nil
+	}
+	machines := &clusterv1.MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: clusterName}); err != nil {
+		return nil
+	}
+	var requests []ctrl.Request
+	for _, machine := range machines.Items {
+		ref := machine.Spec.InfrastructureRef
+		if ptrValue(machine.Spec.Bootstrap.DataSecretName) == obj.GetName() && ref.Kind == "Metal3Machine" {
+			requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: machine.Namespace, Name: ref.Name}})
+		}
+	}
+	return requests
 }
 
 // servesBareMetalHosts reports whether the management cluster has the
@@ -88,13 +123,34 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	cluster, err := util.GetClusterFromMetadata(ctx, r.Client, m3m.ObjectMeta)
+	machine, err := util.GetOwnerMachine(ctx, r.Client, m3m.ObjectMeta)
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("Waiting for the Metal3Machine's Cluster", "reason", err.Error())
+		return ctrl.Result{}, fmt.Errorf("get owner Machine of Metal3Machine %s: %w", req.NamespacedName, err)
+	}
+	if machine == nil {
+		ctrl.LoggerFrom(ctx).Info("Waiting for the Machine controller to set the owner reference")
 		return ctrl.Result{}, nil
 	}
-	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, m3m); err != nil || isPaused || requeue {
+	cluster, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("Waiting for the Machine's Cluster", "reason", err.Error())
+		return ctrl.Result{}, nil
+	}
+
+	identity, identityErr := remote.ResolveMachineIdentity(ctx, r.Client, m3m)
+	var access remote.HostAccess
+	if identityErr == nil {
+		access, identityErr = r.Identities.HostAccess(ctx, m3m, identity)
+	}
+	manager := &baremetal.MachineManager{Client: r.Client, Access: access, Cluster: cluster, Machine: machine, M3Machine: m3m}
+
+	isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, m3m)
+	if err != nil || requeue {
 		return ctrl.Result{}, err
+	}
+	if isPaused {
+		// Invariant: a paused cluster's hosts are not touched by BMO either.
+		return ctrl.Result{}, r.pauseHost(ctx, manager, identityErr, true)
 	}
 
 	patchHelper, err := patch.NewHelper(m3m, r.Client)
@@ -102,42 +158,25 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 	defer func() {
+		setMachineReady(m3m)
 		if err := patchHelper.Patch(ctx, m3m, patch.WithOwnedConditions{Conditions: []string{
-			infrav1.IdentityReadyCondition,
+			infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition, infrav1.HostProvisionedCondition,
 		}}); err != nil && !apierrors.IsNotFound(err) {
 			reterr = err
 		}
 	}()
 
-	if !m3m.DeletionTimestamp.IsZero() {
-		r.Identities.Release(m3m)
-		return ctrl.Result{}, nil
+	r.reportIdentity(m3m, identity, access, identityErr)
+	if identityErr != nil {
+		// Without its identity the machine can neither provision nor release
+		// its host: it keeps its finalizer and retries with backoff.
+		return r.identityRetry(identity, identityErr), nil
 	}
-	return r.reconcileIdentity(ctx, m3m)
-}
-
-// reconcileIdentity resolves the machine's identity and reports it; the
-// IdentityReady condition is the machine's own only when it overrides the
-// cluster's identity (otherwise the Metal3Cluster reports it).
-func (r *Metal3MachineReconciler) reconcileIdentity(ctx context.Context, m3m *infrav1.Metal3Machine) (ctrl.Result, error) {
-	identity, err := remote.ResolveMachineIdentity(ctx, r.Client, m3m)
-	if err != nil {
+	if manager.ReuseTemplate, err = r.reuseTemplate(ctx, m3m); err != nil {
 		return ctrl.Result{}, err
 	}
-	access, identityErr := r.Identities.HostAccess(ctx, m3m, identity)
-	m3m.Status.Identity = remote.IdentityStatus(identity, access)
-	if m3m.Spec.IdentityRef != nil {
-		cond := remote.IdentityCondition(identity, access, identityErr)
-		cond.ObservedGeneration = m3m.Generation
-		conditions.Set(m3m, cond)
-	} else {
-		conditions.Delete(m3m, infrav1.IdentityReadyCondition)
+	if !m3m.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, manager)
 	}
-	if identityErr != nil {
-		if ie, ok := remote.AsIdentityError(identityErr); ok && ie.Terminal {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(identity.Key)}, nil
-	}
-	return ctrl.Result{}, nil
+	return r.reconcileNormal(ctx, manager)
 }

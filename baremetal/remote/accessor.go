@@ -39,6 +39,7 @@ type accessor struct {
 	namespace string
 	host      string
 	client    client.Client
+	reader    client.Reader
 	cache     cache.Cache
 	probe     *rest.RESTClient
 	owner     *Cache
@@ -51,7 +52,7 @@ type accessor struct {
 }
 
 func (a *accessor) hostAccess() HostAccess {
-	return &hostAccess{key: a.key, namespace: a.namespace, client: a.client}
+	return &hostAccess{key: a.key, namespace: a.namespace, client: a.client, reader: a.reader}
 }
 
 // connect builds and starts an accessor, or says why the identity cannot be
@@ -118,7 +119,7 @@ func connect(parent context.Context, owner *Cache, key IdentityKey, base *rest.C
 
 	ctx, cancel := context.WithCancel(parent)
 	acc := &accessor{
-		key: key, namespace: namespace, host: cfg.Host, client: cached, cache: hostCache, probe: probe,
+		key: key, namespace: namespace, host: cfg.Host, client: cached, reader: direct, cache: hostCache, probe: probe,
 		owner: owner, cancel: cancel, done: make(chan struct{}),
 	}
 	informer, err := hostCache.GetInformer(ctx, &bmov1alpha1.BareMetalHost{})

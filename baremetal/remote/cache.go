@@ -38,6 +38,9 @@ type Options struct {
 	ManagementCache cache.Cache
 	// InClusterClient is the manager's client, used for the in-cluster identity.
 	InClusterClient client.Client
+	// InClusterReader reads from the management API server without cache
+	// (the manager's API reader); defaults to SecretReader.
+	InClusterReader client.Reader
 	Scheme          *runtime.Scheme
 
 	// ProbeInterval is how often a connected identity's API server is probed.
@@ -133,6 +136,9 @@ func New(opts Options) (*Cache, error) {
 		return nil, errors.New("remote.Cache needs SecretReader, ManagementCache, InClusterClient and Scheme")
 	}
 	opts.setDefaults()
+	if opts.InClusterReader == nil {
+		opts.InClusterReader = opts.SecretReader
+	}
 	c := &Cache{
 		opts:       opts,
 		states:     map[IdentityKey]*keyState{},
@@ -194,7 +200,7 @@ func (c *Cache) HostAccess(ctx context.Context, user client.Object, identity Ide
 	key := identity.Key
 	c.use(userRefFor(user), key)
 	if key.IsInCluster() {
-		return &hostAccess{key: key, namespace: identity.ObjectNamespace, client: c.opts.InClusterClient}, nil
+		return &hostAccess{key: key, namespace: identity.ObjectNamespace, client: c.opts.InClusterClient, reader: c.opts.InClusterReader}, nil
 	}
 	return c.remoteAccess(ctx, identity)
 }

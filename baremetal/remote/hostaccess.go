@@ -15,6 +15,9 @@ type HostAccess interface {
 	Namespace() string
 	// Client talks to the hosts' cluster.
 	Client() client.Client
+	// Reader reads from the hosts' API server, bypassing the cache: for
+	// confirming a claim after a conflict, where a stale read would mislead.
+	Reader() client.Reader
 }
 
 // hostAccess is a HostAccess for one identity and namespace.
@@ -22,8 +25,10 @@ type hostAccess struct {
 	key       IdentityKey
 	namespace string
 	client    client.Client
+	reader    client.Reader
 }
 
 func (h *hostAccess) Key() IdentityKey      { return h.key }
 func (h *hostAccess) Namespace() string     { return h.namespace }
 func (h *hostAccess) Client() client.Client { return h.client }
+func (h *hostAccess) Reader() client.Reader { return h.reader }

@@ -1,0 +1,104 @@
+package baremetal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+)
+
+const (
+	// OwnerUIDLabel on a Secret next to a host names the object it was
+	// written for. Names repeat across tenants (two tenants may both have a
+	// worker-0); UIDs do not.
+	OwnerUIDLabel = "infrastructure.cluster.x-k8s.io/owner-uid"
+	// OwnerAnnotation says, for people, which object the Secret belongs to:
+	// "<kind> <namespace>/<name>".
+	OwnerAnnotation = "infrastructure.cluster.x-k8s.io/owner"
+)
+
+// ErrSecretOwnedByOther means a Secret next to a host already exists under
+// the name we would use, written for someone else: it is never overwritten.
+var ErrSecretOwnedByOther = errors.New("a Secret of that name exists and belongs to another object")
+
+// hostSecretName names a Secret written next to a host for owner. The hash
+// of the owner's UID makes it unique across tenants and management clusters
+// sharing one pool namespace; the readable part helps people find it.
+func hostSecretName(owner metav1.Object, purpose string) string {
+	sum := sha256.Sum256([]byte(owner.GetUID()))
+	name := owner.GetName()
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return fmt.Sprintf("%s-%s-%s", name, purpose, hex.EncodeToString(sum[:])[:10])
+}
+
+// ensureHostSecret writes data to the Secret for owner and purpose next to
+// host, owned by the host (so it goes with it) and labelled with the owner.
+func ensureHostSecret(ctx context.Context, access remote.HostAccess, host *bmov1alpha1.BareMetalHost,
+	owner metav1.Object, ownerKind, purpose string, data map[string][]byte,
+) (*corev1.SecretReference, error) {
+	name := types.NamespacedName{Namespace: host.Namespace, Name: hostSecretName(owner, purpose)}
+	secret := &corev1.Secret{}
+	err := access.Client().Get(ctx, name, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: name.Namespace, Name: name.Name,
+				Labels:      map[string]string{OwnerUIDLabel: string(owner.GetUID())},
+				Annotations: map[string]string{OwnerAnnotation: fmt.Sprintf("%s %s/%s", ownerKind, owner.GetNamespace(), owner.GetName())},
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: bmov1alpha1.GroupVersion.String(), Kind: "BareMetalHost", Name: host.Name, UID: host.UID,
+				}},
+			},
+			Type: corev1.SecretTypeOpaque,
+			Data: data,
+		}
+		if err := access.Client().Create(ctx, secret); err != nil {
+			return nil, fmt.Errorf("create Secret %s next to host %s: %w", name, host.Name, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("get Secret %s: %w", name, err)
+	case secret.Labels[OwnerUIDLabel] != string(owner.GetUID()):
+		return nil, fmt.Errorf("%w: %s (owner %q)", ErrSecretOwnedByOther, name, secret.Annotations[OwnerAnnotation])
+	default:
+		secret.Data = data
+		if err := access.Client().Update(ctx, secret); err != nil {
+			return nil, fmt.Errorf("update Secret %s: %w", name, err)
+		}
+	}
+	return &corev1.SecretReference{Namespace: name.Namespace, Name: name.Name}, nil
+}
+
+// deleteHostSecret deletes the Secret for owner and purpose in namespace, if
+// it is owner's; a Secret of someone else's under that name is left alone.
+func deleteHostSecret(ctx context.Context, access remote.HostAccess, namespace string, owner metav1.Object, purpose string) error {
+	name := types.NamespacedName{Namespace: namespace, Name: hostSecretName(owner, purpose)}
+	secret := &corev1.Secret{}
+	if err := access.Client().Get(ctx, name, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("get Secret %s: %w", name, err)
+	}
+	if secret.Labels[OwnerUIDLabel] != string(owner.GetUID()) {
+		return nil
+	}
+	// The UID precondition keeps a Secret re-created meanwhile by someone else.
+	err := access.Client().Delete(ctx, secret, client.Preconditions{UID: &secret.UID})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Secret %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,412 @@
+package baremetal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+)
+
+const (
+	// pausedByUs is the value of the host pause annotation the provider
+	// sets, so it removes only its own pause, never an operator's.
+	pausedByUs = "metal3.io/capm3"
+
+	// Purposes of the Secrets written next to a host.
+	userDataPurpose    = "user-data"
+	metaDataPurpose    = "metadata"
+	networkDataPurpose = "network-data"
+
+	// maxClaimAttempts bounds how many candidate hosts one reconcile tries
+	// when others win the race for them.
+	maxClaimAttempts = 5
+)
+
+var (
+	// ErrNoAvailableHost: no host is free and matches the machine.
+	ErrNoAvailableHost = errors.New("no available host matches the machine")
+	// ErrHostNotFound: the associated host cannot be found through the
+	// machine's identity. The machine waits; it never takes another host.
+	ErrHostNotFound = errors.New("associated host not found")
+)
+
+// MachineManager does, for one Metal3Machine, everything that involves its
+// host. Hosts are reached only through Access, whatever the identity.
+type MachineManager struct {
+	// Client reads and writes the management cluster.
+	Client    client.Client
+	Access    remote.HostAccess
+	Cluster   *clusterv1.Cluster
+	Machine   *clusterv1.Machine
+	M3Machine *infrav1.Metal3Machine
+	// ReuseTemplate is the Metal3MachineTemplate name when it has nodeReuse.
+	ReuseTemplate string
+}
+
+// Host returns the associated host, nil when the machine has none yet, or
+// ErrHostNotFound when it has one that cannot be found.
+func (m *MachineManager) Host(ctx context.Context) (*bmov1alpha1.BareMetalHost, error) {
+	ref := m.M3Machine.Annotations[infrav1.HostAnnotation]
+	if ref == "" {
+		return nil, nil
+	}
+	namespace, name, ok := strings.Cut(ref, "/")
+	if !ok {
+		return nil, fmt.Errorf("%w: annotation %s=%q is not namespace/name", ErrHostNotFound, infrav1.HostAnnotation, ref)
+	}
+	host := &bmov1alpha1.BareMetalHost{}
+	if err := m.Access.Client().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, host); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: %s in the cluster of %s", ErrHostNotFound, ref, m.Access.Key())
+		}
+		return nil, fmt.Errorf("get host %s: %w", ref, err)
+	}
+	if !m.consumes(host) {
+		return nil, fmt.Errorf("%w: %s is now consumed by %s", ErrHostNotFound, ref, consumerString(host))
+	}
+	return host, nil
+}
+
+// Associate finds the machine a host: one it already consumes (a claim
+// whose annotation was not recorded, e.g. after a crash), else the best
+// available one, claimed with a single update guarded by resourceVersion.
+func (m *MachineManager) Associate(ctx context.Context) (*bmov1alpha1.BareMetalHost, error) {
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	if err := m.Access.Client().List(ctx, hosts, client.InNamespace(m.Access.Namespace())); err != nil {
+		return nil, fmt.Errorf("list hosts in namespace %s: %w", m.Access.Namespace(), err)
+	}
+	for i := range hosts.Items {
+		if m.consumes(&hosts.Items[i]) {
+			m.recordAssociation(&hosts.Items[i])
+			return &hosts.Items[i], nil
+		}
+	}
+	candidates, err := rankHosts(hosts.Items, m.M3Machine, m.failureDomain(), m.ReuseTemplate)
+	if err != nil {
+		return nil, err
+	}
+	if len(candidates) == 0 {
+		return nil, ErrNoAvailableHost
+	}
+	for i, candidate := range candidates {
+		if i == maxClaimAttempts {
+			break
+		}
+		host, err := m.claim(ctx, candidate)
+		if err == nil {
+			m.recordAssociation(host)
+			return host, nil
+		}
+		if !errors.Is(err, errLostRace) {
+			return nil, err
+		}
+	}
+	return nil, ErrNoAvailableHost
+}
+
+var errLostRace = errors.New("host was claimed by someone else")
+
+// claim writes the machine's Secrets next to host, then takes the host in
+// one update. A conflict is settled by reading the host from its API
+// server: it is ours only if its consumerRef says so.
+func (m *MachineManager) claim(ctx context.Context, candidate *bmov1alpha1.BareMetalHost) (*bmov1alpha1.BareMetalHost, error) {
+	host := candidate.DeepCopy()
+	refs, err := m.writeHostSecrets(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	host.Spec.ConsumerRef = &corev1.ObjectReference{
+		APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Machine",
+		Namespace: m.M3Machine.Namespace, Name: m.M3Machine.Name, UID: m.M3Machine.UID,
+	}
+	m.setProvisioningSpec(host, refs)
+	if host.Labels == nil {
+		host.Labels = map[string]string{}
+	}
+	host.Labels[clusterv1.ClusterNameLabel] = m.Cluster.Name
+	delete(host.Labels, NodeReuseLabel)
+
+	updateErr := m.Access.Client().Update(ctx, host)
+	if updateErr == nil {
+		return host, nil
+	}
+	if !apierrors.IsConflict(updateErr) && !apierrors.IsNotFound(updateErr) {
+		m.deleteHostSecrets(ctx, host.Namespace)
+		return nil, fmt.Errorf("claim host %s/%s: %w", host.Namespace, host.Name, updateErr)
+	}
+	live := &bmov1alpha1.BareMetalHost{}
+	if err := m.Access.Reader().Get(ctx, client.ObjectKeyFromObject(host), live); err == nil && m.consumes(live) {
+		return live, nil
+	}
+	m.deleteHostSecrets(ctx, host.Namespace)
+	return nil, errLostRace
+}
+
+// hostSecrets are the Secrets written next to a host, by purpose.
+type hostSecrets struct {
+	userData, metaData, networkData *corev1.SecretReference
+}
+
+// writeHostSecrets copies user data (the machine's own, else the bootstrap
+// provider's) and any plain metadata/network data Secrets next to host.
+func (m *MachineManager) writeHostSecrets(ctx context.Context, host *bmov1alpha1.BareMetalHost) (hostSecrets, error) {
+	var refs hostSecrets
+	userData, err := m.userData(ctx)
+	if err != nil {
+		return refs, err
+	}
+	if refs.userData, err = ensureHostSecret(ctx, m.Access, host, m.M3Machine, "Metal3Machine", userDataPurpose, userData); err != nil {
+		return refs, err
+	}
+	for _, s := range []struct {
+		ref     *corev1.SecretReference
+		purpose string
+		out     **corev1.SecretReference
+	}{
+		{m.M3Machine.Spec.MetaData, metaDataPurpose, &refs.metaData},
+		{m.M3Machine.Spec.NetworkData, networkDataPurpose, &refs.networkData},
+	} {
+		if s.ref == nil {
+			continue
+		}
+		data, err := m.localSecretData(ctx, s.ref.Name)
+		if err != nil {
+			return refs, err
+		}
+		if *s.out, err = ensureHostSecret(ctx, m.Access, host, m.M3Machine, "Metal3Machine", s.purpose, data); err != nil {
+			return refs, err
+		}
+	}
+	return refs, nil
+}
+
+// userData is the data of the machine's userData Secret, else of the
+// bootstrap Secret: "value" and "format", which the Bare Metal Operator reads.
+func (m *MachineManager) userData(ctx context.Context) (map[string][]byte, error) {
+	name := ""
+	switch {
+	case m.M3Machine.Spec.UserData != nil:
+		name = m.M3Machine.Spec.UserData.Name
+	case m.Machine.Spec.Bootstrap.DataSecretName != nil:
+		name = *m.Machine.Spec.Bootstrap.DataSecretName
+	default:
+		return nil, errors.New("the Machine has no bootstrap data yet")
+	}
+	return m.localSecretData(ctx, name)
+}
+
+// localSecretData reads a Secret of the machine's namespace: a machine
+// never reads another namespace's Secrets.
+func (m *MachineManager) localSecretData(ctx context.Context, name string) (map[string][]byte, error) {
+	secret := &corev1.Secret{}
+	if err := m.Client.Get(ctx, types.NamespacedName{Namespace: m.M3Machine.Namespace, Name: name}, secret); err != nil {
+		return nil, fmt.Errorf("read Secret %s/%s: %w", m.M3Machine.Namespace, name, err)
+	}
+	return secret.Data, nil
+}
+
+// setProvisioningSpec asks the host for the machine's image or custom
+// deploy and points it at the Secrets next to it.
+func (m *MachineManager) setProvisioningSpec(host *bmov1alpha1.BareMetalHost, refs hostSecrets) {
+	spec := m.M3Machine.Spec
+	host.Spec.Online = true
+	if !spec.Image.IsZero() {
+		image := &bmov1alpha1.Image{URL: spec.Image.URL, Checksum: spec.Image.Checksum, DiskFormat: spec.Image.DiskFormat}
+		if spec.Image.ChecksumType != nil {
+			image.ChecksumType = bmov1alpha1.ChecksumType(*spec.Image.ChecksumType)
+		}
+		host.Spec.Image = image
+	}
+	if spec.CustomDeploy != nil {
+		host.Spec.CustomDeploy = &bmov1alpha1.CustomDeploy{Method: spec.CustomDeploy.Method}
+	}
+	host.Spec.UserData = refs.userData
+	if refs.metaData != nil {
+		host.Spec.MetaData = refs.metaData
+	}
+	if refs.networkData != nil {
+		host.Spec.NetworkData = refs.networkData
+	}
+	if spec.AutomatedCleaningMode != nil {
+		host.Spec.AutomatedCleaningMode = bmov1alpha1.AutomatedCleaningMode(*spec.AutomatedCleaningMode)
+	}
+}
+
+func (m *MachineManager) recordAssociation(host *bmov1alpha1.BareMetalHost) {
+	if m.M3Machine.Annotations == nil {
+		m.M3Machine.Annotations = map[string]string{}
+	}
+	m.M3Machine.Annotations[infrav1.HostAnnotation] = host.Namespace + "/" + host.Name
+	m.M3Machine.Status.UserData = host.Spec.UserData
+	m.M3Machine.Status.MetaData = host.Spec.MetaData
+	m.M3Machine.Status.NetworkData = host.Spec.NetworkData
+}
+
+// consumes reports whether host's consumerRef is this machine. The UID
+// distinguishes a machine from an earlier one of the same name.
+func (m *MachineManager) consumes(host *bmov1alpha1.BareMetalHost) bool {
+	ref := host.Spec.ConsumerRef
+	return ref != nil && ref.Kind == "Metal3Machine" && ref.Name == m.M3Machine.Name &&
+		ref.Namespace == m.M3Machine.Namespace && (ref.UID == "" || ref.UID == m.M3Machine.UID)
+}
+
+func (m *MachineManager) failureDomain() string {
+	if m.Machine.Spec.FailureDomain != "" {
+		return m.Machine.Spec.FailureDomain
+	}
+	return m.M3Machine.Spec.FailureDomain
+}
+
+// SyncHost keeps the claimed host in line with the machine (cleaning mode,
+// no pause of ours) and reports whether it is provisioned; on success it
+// sets the provider ID, addresses and failure domain.
+func (m *MachineManager) SyncHost(ctx context.Context, host *bmov1alpha1.BareMetalHost) (bool, error) {
+	updated := host.DeepCopy()
+	if mode := m.M3Machine.Spec.AutomatedCleaningMode; mode != nil {
+		updated.Spec.AutomatedCleaningMode = bmov1alpha1.AutomatedCleaningMode(*mode)
+	}
+	if updated.Annotations[bmov1alpha1.PausedAnnotation] == pausedByUs {
+		delete(updated.Annotations, bmov1alpha1.PausedAnnotation)
+	}
+	if err := m.patchHost(ctx, host, updated); err != nil {
+		return false, err
+	}
+	if host.Status.Provisioning.State != bmov1alpha1.StateProvisioned {
+		return false, nil
+	}
+	providerID := ProviderID(host, m.M3Machine)
+	m.M3Machine.Spec.ProviderID = &providerID
+	m.M3Machine.Status.Addresses = hostAddresses(host)
+	m.M3Machine.Status.FailureDomain = host.Labels[FailureDomainLabel]
+	return true, nil
+}
+
+// ProviderID is metal3://<host-namespace>/<host-name>/<metal3machine-name>.
+func ProviderID(host *bmov1alpha1.BareMetalHost, m3m *infrav1.Metal3Machine) string {
+	return fmt.Sprintf("metal3://%s/%s/%s", host.Namespace, host.Name, m3m.Name)
+}
+
+func hostAddresses(host *bmov1alpha1.BareMetalHost) []clusterv1.MachineAddress {
+	hw := host.Status.HardwareDetails
+	if hw == nil {
+		return nil
+	}
+	var addresses []clusterv1.MachineAddress
+	for _, nic := range hw.NIC {
+		if nic.IP != "" {
+			addresses = append(addresses, clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: nic.IP})
+		}
+	}
+	if hw.Hostname != "" {
+		addresses = append(addresses,
+			clusterv1.MachineAddress{Type: clusterv1.MachineHostName, Address: hw.Hostname},
+			clusterv1.MachineAddress{Type: clusterv1.MachineInternalDNS, Address: hw.Hostname})
+	}
+	return addresses
+}
+
+// Pause sets (or, unpaused, removes) the provider's pause annotation on the
+// host, so the Bare Metal Operator leaves a paused cluster's hosts alone. A
+// pause set by someone else is never removed.
+func (m *MachineManager) Pause(ctx context.Context, host *bmov1alpha1.BareMetalHost, paused bool) error {
+	updated := host.DeepCopy()
+	current, has := host.Annotations[bmov1alpha1.PausedAnnotation]
+	switch {
+	case paused && !has:
+		if updated.Annotations == nil {
+			updated.Annotations = map[string]string{}
+		}
+		updated.Annotations[bmov1alpha1.PausedAnnotation] = pausedByUs
+	case !paused && has && current == pausedByUs:
+		delete(updated.Annotations, bmov1alpha1.PausedAnnotation)
+	default:
+		return nil
+	}
+	return m.patchHost(ctx, host, updated)
+}
+
+// patchHost sends the difference between host and updated, guarded by the
+// resourceVersion so a concurrent change is never overwritten.
+func (m *MachineManager) patchHost(ctx context.Context, host, updated *bmov1alpha1.BareMetalHost) error {
+	if diff, err := client.MergeFrom(host).Data(updated); err != nil {
+		return err
+	} else if string(diff) == "{}" {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(host, client.MergeFromWithOptimisticLock{})
+	if err := m.Access.Client().Patch(ctx, updated, patch); err != nil {
+		return fmt.Errorf("update host %s/%s: %w", host.Namespace, host.Name, err)
+	}
+	return nil
+}
+
+// Release deprovisions and frees the machine's host. It returns true once
+// the host is free (or gone, or someone else's) and the machine may go.
+func (m *MachineManager) Release(ctx context.Context) (bool, error) {
+	host, err := m.Host(ctx)
+	switch {
+	case errors.Is(err, ErrHostNotFound):
+		return true, nil
+	case err != nil:
+		return false, err
+	case host == nil:
+		// Never associated, but a claim may have written Secrets.
+		return true, nil
+	}
+	if host.Spec.Image != nil || host.Spec.CustomDeploy != nil || host.Spec.UserData != nil {
+		// Deprovision: the Bare Metal Operator cleans the host once it has
+		// nothing to provision. consumerRef stays until it is done.
+		updated := host.DeepCopy()
+		updated.Spec.Image, updated.Spec.CustomDeploy = nil, nil
+		updated.Spec.UserData, updated.Spec.MetaData, updated.Spec.NetworkData = nil, nil, nil
+		if m.ReuseTemplate != "" {
+			if updated.Labels == nil {
+				updated.Labels = map[string]string{}
+			}
+			updated.Labels[NodeReuseLabel] = m.ReuseTemplate
+		}
+		return false, m.patchHost(ctx, host, updated)
+	}
+	switch host.Status.Provisioning.State {
+	case bmov1alpha1.StateProvisioning, bmov1alpha1.StateProvisioned, bmov1alpha1.StateDeprovisioning:
+		return false, nil
+	}
+	updated := host.DeepCopy()
+	updated.Spec.ConsumerRef = nil
+	updated.Spec.Online = false
+	delete(updated.Labels, clusterv1.ClusterNameLabel)
+	if updated.Annotations[bmov1alpha1.PausedAnnotation] == pausedByUs {
+		delete(updated.Annotations, bmov1alpha1.PausedAnnotation)
+	}
+	if err := m.patchHost(ctx, host, updated); err != nil {
+		return false, err
+	}
+	m.deleteHostSecrets(ctx, host.Namespace)
+	return true, nil
+}
+
+// deleteHostSecrets removes every Secret this machine may have written in
+// namespace. Errors are left for the next attempt: the Secrets are also
+// owned by the host, so they cannot outlive it.
+func (m *MachineManager) deleteHostSecrets(ctx context.Context, namespace string) {
+	for _, purpose := range []string{userDataPurpose, metaDataPurpose, networkDataPurpose} {
+		_ = deleteHostSecret(ctx, m.Access, namespace, m.M3Machine, purpose)
+	}
+}
+
+func consumerString(host *bmov1alpha1.BareMetalHost) string {
+	if ref := host.Spec.ConsumerRef; ref != nil {
+		return fmt.Sprintf("%s %s/%s", ref.Kind, ref.Namespace, ref.Name)
+	}
+	return "nobody"
+}

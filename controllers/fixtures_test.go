@@ -1,0 +1,223 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+)
+
+// startControllers runs a manager with the provider's controllers against
+// the management API server. namespaces, when given, limits the manager to
+// them, as --namespace does: two such managers are two independent providers.
+func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, namespaces ...string) *remote.Cache {
+	t.Helper()
+	cacheOptions := cache.Options{}
+	if len(namespaces) > 0 {
+		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			cacheOptions.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: cacheOptions,
+		// As main.go: Secrets are never cached.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	identities, err := remote.New(remote.Options{
+		SecretReader: mgr.GetAPIReader(), InClusterReader: mgr.GetAPIReader(), ManagementCache: mgr.GetCache(),
+		InClusterClient: mgr.GetClient(), Scheme: scheme,
+		ProbeInterval: 500 * time.Millisecond, ProbeTimeout: 500 * time.Millisecond, FailureThreshold: 2,
+		MinBackoff: 500 * time.Millisecond, MaxBackoff: 2 * time.Second, ConnectTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := mgr.Add(identities); err != nil {
+		t.Fatal(err)
+	}
+	options := controller.Options{SkipNameValidation: ptrTo(true), MaxConcurrentReconciles: 4}
+	for _, setup := range []func() error{
+		func() error {
+			return (&Metal3ClusterReconciler{Client: mgr.GetClient(), Identities: identities}).SetupWithManager(ctx, mgr, options)
+		},
+		func() error {
+			return (&Metal3MachineReconciler{Client: mgr.GetClient(), Identities: identities}).SetupWithManager(ctx, mgr, options)
+		},
+		func() error {
+			return (&Metal3MachineTemplateReconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, options)
+		},
+	} {
+		if err := setup(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return identities
+}
+
+// workloadCluster creates what CAPI would for a cluster with one machine
+// per name: Cluster (infrastructure provisioned), Metal3Cluster, and per
+// machine a bootstrap Secret, a Machine and its Metal3Machine.
+type workloadCluster struct {
+	namespace, name string
+	identityRef     *infrav1.IdentityRef
+}
+
+func (w workloadCluster) create(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	cluster := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: w.name},
+		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+			APIGroup: infrav1.GroupVersion.Group, Kind: "Metal3Cluster", Name: w.name,
+		}},
+	}
+	if err := c.Create(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Status.Initialization.InfrastructureProvisioned = ptrTo(true)
+	if err := c.Status().Update(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	m3c := &infrav1.Metal3Cluster{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: w.namespace, Name: w.name, Labels: map[string]string{clusterv1.ClusterNameLabel: w.name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: w.name, UID: cluster.UID}},
+		},
+		Spec: infrav1.Metal3ClusterSpec{
+			ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.168.111.249", Port: 6443}, IdentityRef: w.identityRef,
+		},
+	}
+	if err := c.Create(ctx, m3c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// machine creates a bootstrap Secret, a Machine and its Metal3Machine; spec
+// adjusts the Metal3Machine (e.g. its identityRef or template annotation).
+func (w workloadCluster) machine(t *testing.T, c client.Client, name string, adjust func(*infrav1.Metal3Machine)) *infrav1.Metal3Machine {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{clusterv1.ClusterNameLabel: w.name}
+	bootstrap := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: name + "-bootstrap", Labels: labels},
+		Data:       map[string][]byte{"value": []byte("#cloud-config\nhostname: " + name + "\n"), "format": []byte("cloud-config")},
+	}
+	if err := c.Create(ctx, bootstrap); err != nil {
+		t.Fatal(err)
+	}
+	machine := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: name, Labels: labels},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: w.name,
+			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptrTo(bootstrap.Name)},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "Metal3Machine", Name: name,
+			},
+		},
+	}
+	if err := c.Create(ctx, machine); err != nil {
+		t.Fatal(err)
+	}
+	m3m := &infrav1.Metal3Machine{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: w.namespace, Name: name, Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: name, UID: machine.UID}},
+		},
+		Spec: infrav1.Metal3MachineSpec{Image: infrav1.Image{
+			URL:          "http://172.22.0.1/images/node.qcow2",
+			Checksum:     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+			ChecksumType: ptrTo("sha256"), DiskFormat: ptrTo("qcow2"),
+		}},
+	}
+	if adjust != nil {
+		adjust(m3m)
+	}
+	if err := c.Create(ctx, m3m); err != nil {
+		t.Fatal(err)
+	}
+	return m3m
+}
+
+// availableHosts creates hosts and reports them available, as the Bare Metal
+// Operator would after registration and inspection.
+func availableHosts(t *testing.T, c client.Client, namespace, prefix string, n int) {
+	t.Helper()
+	for i := range n {
+		host := &bmov1alpha1.BareMetalHost{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("%s-%d", prefix, i)},
+			Spec:       bmov1alpha1.BareMetalHostSpec{BootMACAddress: fmt.Sprintf("00:5c:52:31:3a:%02x", i)},
+		}
+		if err := c.Create(context.Background(), host); err != nil {
+			t.Fatal(err)
+		}
+		setHostState(t, c, host, bmov1alpha1.StateAvailable)
+	}
+}
+
+// setHostState writes the host's status as the Bare Metal Operator does.
+func setHostState(t *testing.T, c client.Client, host *bmov1alpha1.BareMetalHost, state bmov1alpha1.ProvisioningState) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(host), host); err != nil {
+			return err
+		}
+		host.Status.Provisioning.State = state
+		host.Status.OperationalStatus = bmov1alpha1.OperationalStatusOK
+		if state == bmov1alpha1.StateProvisioned {
+			host.Status.HardwareDetails = &bmov1alpha1.HardwareDetails{
+				Hostname: host.Name,
+				NIC:      []bmov1alpha1.NIC{{Name: "eth0", MAC: host.Spec.BootMACAddress, IP: "192.168.111.20"}},
+			}
+		}
+		return c.Status().Update(context.Background(), host)
+	}).Should(Succeed())
+}
+
+// consumedHosts returns the hosts of namespace consumed by a Metal3Machine,
+// by "machine-namespace/name".
+func consumedHosts(g Gomega, c client.Client, namespace string) map[string]bmov1alpha1.BareMetalHost {
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	g.Expect(c.List(context.Background(), hosts, client.InNamespace(namespace))).To(Succeed())
+	out := map[string]bmov1alpha1.BareMetalHost{}
+	for _, h := range hosts.Items {
+		if ref := h.Spec.ConsumerRef; ref != nil {
+			key := ref.Namespace + "/" + ref.Name
+			g.Expect(out).NotTo(HaveKey(key), "machine %s consumes two hosts", key)
+			out[key] = h
+		}
+	}
+	return out
+}
+
+func metav1ObjectMeta(namespace, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: namespace, Name: name}
+}

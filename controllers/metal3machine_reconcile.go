@@ -1,0 +1,204 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+)
+
+const (
+	// noHostRequeue: new hosts do not name the machine, so a machine waiting
+	// for one looks again on its own.
+	noHostRequeue = 15 * time.Second
+	// hostProgressRequeue backs up host events while a host provisions or
+	// deprovisions.
+	hostProgressRequeue = 10 * time.Second
+)
+
+func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, m *baremetal.MachineManager) (ctrl.Result, error) {
+	m3m := m.M3Machine
+	controllerutil.AddFinalizer(m3m, infrav1.Metal3MachineFinalizer)
+
+	if !ptrValue(m.Cluster.Status.Initialization.InfrastructureProvisioned) {
+		setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.WaitingForClusterInfrastructureReason,
+			"Waiting for the cluster's infrastructure to be provisioned")
+		return ctrl.Result{}, nil
+	}
+
+	host, err := m.Host(ctx)
+	switch {
+	case errors.Is(err, baremetal.ErrHostNotFound):
+		// Invariant: an associated machine never moves to another host.
+		setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.HostNotFoundReason,
+			err.Error()+"; the machine will not take another host")
+		return ctrl.Result{RequeueAfter: noHostRequeue}, nil
+	case err != nil:
+		return ctrl.Result{}, err
+	case host == nil:
+		if m3m.Spec.UserData == nil && m.Machine.Spec.Bootstrap.DataSecretName == nil {
+			setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason,
+				"Waiting for the bootstrap provider's data")
+			return ctrl.Result{}, nil
+		}
+		host, err = m.Associate(ctx)
+		if errors.Is(err, baremetal.ErrNoAvailableHost) {
+			setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.NoAvailableHostReason,
+				fmt.Sprintf("No available host in namespace %s matches the machine's hostSelector", m.Access.Namespace()))
+			return ctrl.Result{RequeueAfter: noHostRequeue}, nil
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionTrue, infrav1.AssociatedReason,
+		fmt.Sprintf("Host %s/%s", host.Namespace, host.Name))
+
+	provisioned, err := m.SyncHost(ctx, host)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case host.Status.OperationalStatus == bmov1alpha1.OperationalStatusError:
+		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.HostErrorReason,
+			fmt.Sprintf("Host %s/%s reports an error: %s", host.Namespace, host.Name, host.Status.ErrorMessage))
+	case provisioned:
+		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionTrue, infrav1.ProvisionedReason, "")
+		m3m.Status.Initialization.Provisioned = ptrTo(true)
+		return r.setNodeProviderID(ctx, m, host)
+	default:
+		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.ProvisioningReason,
+			fmt.Sprintf("Host %s/%s is %s", host.Namespace, host.Name, stateOrRegistering(host)))
+	}
+	return ctrl.Result{RequeueAfter: hostProgressRequeue}, nil
+}
+
+func (r *Metal3MachineReconciler) reconcileDelete(ctx context.Context, m *baremetal.MachineManager) (ctrl.Result, error) {
+	done, err := m.Release(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !done {
+		setCondition(m.M3Machine, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.DeprovisioningReason,
+			"Deprovisioning the host before releasing it")
+		return ctrl.Result{RequeueAfter: hostProgressRequeue}, nil
+	}
+	r.Identities.Release(m.M3Machine)
+	controllerutil.RemoveFinalizer(m.M3Machine, infrav1.Metal3MachineFinalizer)
+	return ctrl.Result{}, nil
+}
+
+// pauseHost sets or clears the provider's pause on the machine's host.
+func (r *Metal3MachineReconciler) pauseHost(ctx context.Context, m *baremetal.MachineManager, identityErr error, paused bool) error {
+	if identityErr != nil {
+		return nil
+	}
+	host, err := m.Host(ctx)
+	if errors.Is(err, baremetal.ErrHostNotFound) || host == nil {
+		// Nothing to pause: no host, or one we cannot find.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return m.Pause(ctx, host, paused)
+}
+
+// reuseTemplate is the name of the machine's Metal3MachineTemplate when that
+// template asks for node reuse.
+func (r *Metal3MachineReconciler) reuseTemplate(ctx context.Context, m3m *infrav1.Metal3Machine) (string, error) {
+	name := m3m.Annotations[clusterv1.TemplateClonedFromNameAnnotation]
+	if name == "" {
+		return "", nil
+	}
+	template := &infrav1.Metal3MachineTemplate{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: m3m.Namespace, Name: name}, template); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if !template.Spec.NodeReuse {
+		return "", nil
+	}
+	return name, nil
+}
+
+// reportIdentity records the identity in use; the IdentityReady condition is
+// the machine's own only when it overrides the cluster's identity.
+func (r *Metal3MachineReconciler) reportIdentity(m3m *infrav1.Metal3Machine, identity remote.Identity, access remote.HostAccess, err error) {
+	m3m.Status.Identity = remote.IdentityStatus(identity, access)
+	if m3m.Spec.IdentityRef == nil && (err == nil || isIdentityError(err)) {
+		conditions.Delete(m3m, infrav1.IdentityReadyCondition)
+		if err != nil {
+			setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.IdentityNotReadyReason, err.Error())
+		}
+		return
+	}
+	cond := remote.IdentityCondition(identity, access, err)
+	cond.ObservedGeneration = m3m.Generation
+	conditions.Set(m3m, cond)
+}
+
+func (r *Metal3MachineReconciler) identityRetry(identity remote.Identity, err error) ctrl.Result {
+	if ie, ok := remote.AsIdentityError(err); ok && ie.Terminal {
+		return ctrl.Result{}
+	}
+	return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(identity.Key)}
+}
+
+func isIdentityError(err error) bool {
+	_, ok := remote.AsIdentityError(err)
+	return ok
+}
+
+// setMachineReady summarises the machine: Ready once its host is provisioned
+// and its identity usable; otherwise the first unmet condition says why.
+func setMachineReady(m3m *infrav1.Metal3Machine) {
+	for _, condType := range []string{infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition, infrav1.HostProvisionedCondition} {
+		cond := conditions.Get(m3m, condType)
+		if cond == nil && condType == infrav1.IdentityReadyCondition {
+			continue
+		}
+		if cond == nil || cond.Status != metav1.ConditionTrue {
+			reason, message := infrav1.NotReadyReason, condType+" is not yet reported"
+			if cond != nil {
+				reason, message = cond.Reason, cond.Message
+			}
+			if !m3m.DeletionTimestamp.IsZero() {
+				reason = infrav1.DeletingReason
+			}
+			setCondition(m3m, infrav1.ReadyCondition, metav1.ConditionFalse, reason, message)
+			return
+		}
+	}
+	setCondition(m3m, infrav1.ReadyCondition, metav1.ConditionTrue, infrav1.ReadyReason, "")
+}
+
+func setCondition(obj conditions.Setter, condType string, status metav1.ConditionStatus, reason, message string) {
+	conditions.Set(obj, metav1.Condition{Type: condType, Status: status, Reason: reason, Message: message})
+}
+
+func stateOrRegistering(host *bmov1alpha1.BareMetalHost) string {
+	if host.Status.Provisioning.State == "" {
+		return "registering"
+	}
+	return string(host.Status.Provisioning.State)
+}
+
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

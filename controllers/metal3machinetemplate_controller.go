@@ -1,0 +1,64 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/predicates"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// Metal3MachineTemplateReconciler propagates the template's
+// automatedCleaningMode to the Metal3Machines created from it, as upstream
+// CAPM3 does; the Metal3Machine controller passes it on to their hosts.
+// Nothing else of a template changes existing machines: that is a rollout.
+type Metal3MachineTemplateReconciler struct {
+	Client           client.Client
+	WatchFilterValue string
+}
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3machinetemplates,verbs=get;list;watch
+
+// SetupWithManager registers the controller.
+func (r *Metal3MachineTemplateReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&infrav1.Metal3MachineTemplate{}).
+		WithOptions(options).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue)).
+		Complete(r)
+}
+
+// Reconcile copies automatedCleaningMode to the template's machines.
+func (r *Metal3MachineTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	template := &infrav1.Metal3MachineTemplate{}
+	if err := r.Client.Get(ctx, req.NamespacedName, template); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !template.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	machines := &infrav1.Metal3MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(template.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list Metal3Machines: %w", err)
+	}
+	mode := template.Spec.Template.Spec.AutomatedCleaningMode
+	for i := range machines.Items {
+		m3m := &machines.Items[i]
+		if m3m.Annotations[clusterv1.TemplateClonedFromNameAnnotation] != template.Name ||
+			equality.Semantic.DeepEqual(m3m.Spec.AutomatedCleaningMode, mode) {
+			continue
+		}
+		patch := client.MergeFrom(m3m.DeepCopy())
+		m3m.Spec.AutomatedCleaningMode = mode
+		if err := r.Client.Patch(ctx, m3m, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("set automatedCleaningMode of Metal3Machine %s: %w", m3m.Name, err)
+		}
+	}
+	return ctrl.Result{}, nil
+}

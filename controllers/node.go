@@ -1,0 +1,84 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+)
+
+const (
+	// HostUIDNodeLabel is the label the node's image sets from the host's
+	// metadata (metal3.io/uuid = BareMetalHost UID), how a Node is matched
+	// to its host when no cloud provider does it.
+	HostUIDNodeLabel = "metal3.io/uuid"
+	// nodeRequeue is how often a machine looks for its Node while it boots.
+	nodeRequeue = 20 * time.Second
+)
+
+// setNodeProviderID writes the machine's provider ID on its workload Node
+// when the cluster runs no cloud provider: CAPI matches Nodes to Machines by
+// provider ID. Workload clients come from CAPI's ClusterCache.
+func (r *Metal3MachineReconciler) setNodeProviderID(ctx context.Context, m *baremetal.MachineManager, host *bmov1alpha1.BareMetalHost) (ctrl.Result, error) {
+	if r.ClusterCache == nil {
+		return ctrl.Result{}, nil
+	}
+	enabled, err := r.cloudProviderEnabled(ctx, m)
+	if err != nil || enabled {
+		return ctrl.Result{}, err
+	}
+	workload, err := r.ClusterCache.GetClient(ctx, client.ObjectKeyFromObject(m.Cluster))
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("Workload cluster not reachable yet to set the Node's providerID", "reason", err.Error())
+		return ctrl.Result{RequeueAfter: nodeRequeue}, nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := workload.List(ctx, nodes, client.MatchingLabels{HostUIDNodeLabel: string(host.UID)}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list workload Nodes of host %s/%s: %w", host.Namespace, host.Name, err)
+	}
+	if len(nodes.Items) == 0 {
+		return ctrl.Result{RequeueAfter: nodeRequeue}, nil
+	}
+	node := &nodes.Items[0]
+	providerID := ptrValue(m.M3Machine.Spec.ProviderID)
+	if node.Spec.ProviderID == providerID {
+		return ctrl.Result{}, nil
+	}
+	if node.Spec.ProviderID != "" {
+		// spec.providerID is immutable once set; someone else set it.
+		return ctrl.Result{}, fmt.Errorf("node %s has providerID %q, not %q", node.Name, node.Spec.ProviderID, providerID)
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	node.Spec.ProviderID = providerID
+	if err := workload.Patch(ctx, node, patch); err != nil {
+		return ctrl.Result{}, fmt.Errorf("set providerID of node %s: %w", node.Name, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// cloudProviderEnabled reads the Metal3Cluster's setting: enabled unless
+// cloudProviderEnabled=false or the deprecated noCloudProvider=true.
+func (r *Metal3MachineReconciler) cloudProviderEnabled(ctx context.Context, m *baremetal.MachineManager) (bool, error) {
+	ref := m.Cluster.Spec.InfrastructureRef
+	if ref.Kind != "Metal3Cluster" || ref.Name == "" {
+		return true, nil
+	}
+	m3c := &infrav1.Metal3Cluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Cluster.Namespace, Name: ref.Name}, m3c); err != nil {
+		return true, fmt.Errorf("get Metal3Cluster %s/%s: %w", m.Cluster.Namespace, ref.Name, err)
+	}
+	if m3c.Spec.CloudProviderEnabled != nil {
+		return *m3c.Spec.CloudProviderEnabled, nil
+	}
+	if m3c.Spec.NoCloudProvider != nil { //nolint:staticcheck // the deprecated field still counts when the webhook did not translate it
+		return !*m3c.Spec.NoCloudProvider, nil //nolint:staticcheck // as above
+	}
+	return true, nil
+}

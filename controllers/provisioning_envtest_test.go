@@ -1,0 +1,152 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+)
+
+// provisionAndRelease drives one machine through its life against the hosts
+// in hostCluster/hostNamespace: claim, provision, delete, release.
+func provisionAndRelease(t *testing.T, mgmt client.Client, hostCluster client.Client, m3m *infrav1.Metal3Machine, hostNamespace string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	key := m3m.Namespace + "/" + m3m.Name
+
+	var host bmov1alpha1.BareMetalHost
+	g.Eventually(func(g Gomega) {
+		hosts := consumedHosts(g, hostCluster, hostNamespace)
+		g.Expect(hosts).To(HaveKey(key))
+		host = hosts[key]
+	}).WithTimeout(30*time.Second).Should(Succeed(), "one host is claimed for the machine")
+	g.Expect(host.Spec.ConsumerRef.UID).To(Equal(m3m.UID))
+	g.Expect(host.Spec.Image).NotTo(BeNil())
+	g.Expect(host.Spec.Image.URL).To(Equal("http://172.22.0.1/images/node.qcow2"))
+	g.Expect(host.Spec.Online).To(BeTrue())
+	g.Expect(host.Spec.UserData).NotTo(BeNil())
+	g.Expect(host.Spec.UserData.Namespace).To(Equal(hostNamespace), "user data is next to the host")
+
+	userData := &corev1.Secret{}
+	g.Expect(hostCluster.Get(ctx, client.ObjectKey{Namespace: hostNamespace, Name: host.Spec.UserData.Name}, userData)).To(Succeed())
+	g.Expect(string(userData.Data["value"])).To(ContainSubstring("hostname: " + m3m.Name))
+	g.Expect(userData.Labels[baremetal.OwnerUIDLabel]).To(Equal(string(m3m.UID)))
+	g.Expect(userData.OwnerReferences).To(ContainElement(HaveField("UID", host.UID)), "the Secret goes with its host")
+
+	setHostState(t, hostCluster, &host, bmov1alpha1.StateProvisioned)
+	g.Eventually(func(g Gomega) {
+		got := &infrav1.Metal3Machine{}
+		g.Expect(mgmt.Get(ctx, client.ObjectKeyFromObject(m3m), got)).To(Succeed())
+		g.Expect(got.Spec.ProviderID).To(HaveValue(Equal("metal3://" + hostNamespace + "/" + host.Name + "/" + m3m.Name)))
+		g.Expect(got.Status.Initialization.Provisioned).To(HaveValue(BeTrue()))
+		g.Expect(got.Status.Addresses).To(ContainElement(clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: "192.168.111.20"}))
+		g.Expect(conditions.IsTrue(got, infrav1.ReadyCondition)).To(BeTrue())
+		g.Expect(got.Annotations[infrav1.HostAnnotation]).To(Equal(hostNamespace + "/" + host.Name))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	g.Expect(mgmt.Delete(ctx, m3m)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hostCluster.Get(ctx, client.ObjectKeyFromObject(&host), &host)).To(Succeed())
+		g.Expect(host.Spec.Image).To(BeNil(), "deprovisioning clears the image")
+		g.Expect(host.Spec.UserData).To(BeNil())
+		g.Expect(host.Spec.ConsumerRef).NotTo(BeNil(), "the host stays the machine's until deprovisioned")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	// The Bare Metal Operator deprovisions and cleans the host.
+	setHostState(t, hostCluster, &host, bmov1alpha1.StateAvailable)
+	g.Eventually(func(g Gomega) {
+		g.Expect(hostCluster.Get(ctx, client.ObjectKeyFromObject(&host), &host)).To(Succeed())
+		g.Expect(host.Spec.ConsumerRef).To(BeNil(), "the host is released")
+		err := hostCluster.Get(ctx, client.ObjectKeyFromObject(userData), &corev1.Secret{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the user data Secret is deleted")
+		err = mgmt.Get(ctx, client.ObjectKeyFromObject(m3m), &infrav1.Metal3Machine{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Metal3Machine is gone")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// TestProvisioningInCluster: the upstream CAPM3 flow, hosts next to the machines.
+func TestProvisioningInCluster(t *testing.T) {
+	scheme := testScheme(t)
+	mgmt := testenv.Start(t, testenv.Options{
+		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
+		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
+	})
+	startControllers(t, mgmt, scheme)
+	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
+	cluster.create(t, mgmt.Client)
+	availableHosts(t, mgmt.Client, "tenant-a", "host", 3)
+	m3m := cluster.machine(t, mgmt.Client, "worker-0", nil)
+	provisionAndRelease(t, mgmt.Client, mgmt.Client, m3m, "tenant-a")
+}
+
+// TestProvisioningThroughPools: the same flow with the hosts in other
+// clusters, reached through the Metal3Cluster's identity, and for one
+// template's machines through that template's own identity.
+func TestProvisioningThroughPools(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := testScheme(t)
+	mgmt := testenv.Start(t, testenv.Options{
+		Scheme: scheme, CRDs: testenv.ProviderCRDs(t), CRDDirectoryPaths: []string{testenv.CAPICRDPath(t)},
+	})
+	poolEast := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+	poolGPU := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+	startControllers(t, mgmt, scheme)
+
+	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+	for _, pool := range []struct {
+		env              *testenv.Env
+		secret, poolName string
+	}{{poolEast, "pool-east-kubeconfig", "pool-east"}, {poolGPU, "pool-gpu-kubeconfig", "pool-gpu"}} {
+		pool.env.GrantInNamespace(t, pool.poolName, "tenant-a", testenv.HostProviderRules()...)
+		g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1ObjectMeta("tenant-a", pool.secret),
+			Data:       map[string][]byte{"kubeconfig": pool.env.UserKubeconfig(t, "tenant-a", pool.poolName, pool.poolName)},
+		})).To(Succeed())
+		availableHosts(t, pool.env.Client, pool.poolName, "host", 2)
+	}
+	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-east-kubeconfig"}}
+	cluster.create(t, mgmt.Client)
+
+	// A machine of the cluster's default identity, and one stamped from a
+	// template overriding it, as CAPI would clone it.
+	g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3MachineTemplate{
+		ObjectMeta: metav1ObjectMeta("tenant-a", "gpu-workers"),
+		Spec: infrav1.Metal3MachineTemplateSpec{Template: infrav1.Metal3MachineTemplateResource{Spec: infrav1.Metal3MachineSpec{
+			IdentityRef: &infrav1.IdentityRef{Name: "pool-gpu-kubeconfig"},
+			Image:       infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: "http://172.22.0.1/images/node.qcow2.sha256sum"},
+		}}},
+	})).To(Succeed())
+	worker := cluster.machine(t, mgmt.Client, "worker-0", nil)
+	gpu := cluster.machine(t, mgmt.Client, "gpu-0", func(m *infrav1.Metal3Machine) {
+		m.Annotations = map[string]string{clusterv1.TemplateClonedFromNameAnnotation: "gpu-workers"}
+		m.Spec.IdentityRef = &infrav1.IdentityRef{Name: "pool-gpu-kubeconfig"}
+	})
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(consumedHosts(g, poolEast.Client, "pool-east")).To(HaveKey("tenant-a/worker-0"))
+		g.Expect(consumedHosts(g, poolGPU.Client, "pool-gpu")).To(HaveKey("tenant-a/gpu-0"))
+	}).WithTimeout(30*time.Second).Should(Succeed(), "each machine lands in its own pool")
+	g.Expect(consumedHosts(g, poolEast.Client, "pool-east")).NotTo(HaveKey("tenant-a/gpu-0"))
+	g.Expect(consumedHosts(g, poolGPU.Client, "pool-gpu")).NotTo(HaveKey("tenant-a/worker-0"))
+
+	// No host Secret is written in the management cluster.
+	secrets := &corev1.SecretList{}
+	g.Expect(mgmt.Client.List(ctx, secrets, client.InNamespace("tenant-a"), client.HasLabels{baremetal.OwnerUIDLabel})).To(Succeed())
+	g.Expect(secrets.Items).To(BeEmpty())
+
+	provisionAndRelease(t, mgmt.Client, poolEast.Client, worker, "pool-east")
+	provisionAndRelease(t, mgmt.Client, poolGPU.Client, gpu, "pool-gpu")
+}
