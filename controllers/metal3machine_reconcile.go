@@ -106,12 +106,13 @@ func (r *Metal3MachineReconciler) pauseHost(ctx context.Context, m *baremetal.Ma
 		return nil
 	}
 	host, err := m.Host(ctx)
-	if errors.Is(err, baremetal.ErrHostNotFound) || host == nil {
-		// Nothing to pause: no host, or one we cannot find.
-		return nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, baremetal.ErrHostNotFound):
+		return nil //nolint:nilerr // a host that cannot be found has nothing to pause
+	case err != nil:
 		return err
+	case host == nil:
+		return nil
 	}
 	return m.Pause(ctx, host, paused)
 }
