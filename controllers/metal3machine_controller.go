@@ -150,7 +150,7 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	if isPaused {
 		// Invariant: a paused cluster's hosts are not touched by BMO either.
-		return ctrl.Result{}, r.pauseHost(ctx, manager, identityErr, true)
+		return ctrl.Result{}, r.pauseHost(ctx, manager, true)
 	}
 
 	patchHelper, err := patch.NewHelper(m3m, r.Client)

@@ -101,14 +101,15 @@ func (r *Metal3MachineReconciler) reconcileDelete(ctx context.Context, m *bareme
 }
 
 // pauseHost sets or clears the provider's pause on the machine's host.
-func (r *Metal3MachineReconciler) pauseHost(ctx context.Context, m *baremetal.MachineManager, identityErr error, paused bool) error {
-	if identityErr != nil {
+// Without a usable identity (no Access) there is nothing it can do.
+func (r *Metal3MachineReconciler) pauseHost(ctx context.Context, m *baremetal.MachineManager, paused bool) error {
+	if m.Access == nil {
 		return nil
 	}
 	host, err := m.Host(ctx)
 	switch {
 	case errors.Is(err, baremetal.ErrHostNotFound):
-		return nil //nolint:nilerr // a host that cannot be found has nothing to pause
+		return nil
 	case err != nil:
 		return err
 	case host == nil:
