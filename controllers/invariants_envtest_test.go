@@ -1,0 +1,156 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+)
+
+// TestTenantsRaceForSharedPool: two tenants, each with its own provider
+// (two managers reconciling concurrently), with identically named machines,
+// share a pool of 15 hosts for 20 machines. Exactly 15 are bound, no host
+// twice, every Secret next to a host is its consumer's, and the other 5
+// wait with NoAvailableHost until hosts are added.
+func TestTenantsRaceForSharedPool(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := testScheme(t)
+	mgmt := testenv.Start(t, testenv.Options{
+		Scheme: scheme, CRDs: testenv.ProviderCRDs(t), CRDDirectoryPaths: []string{testenv.CAPICRDPath(t)},
+	})
+	pool := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+	const poolNamespace = "shared-pool"
+
+	tenants := []string{"tenant-a", "tenant-b"}
+	for _, tenant := range tenants {
+		mgmt.GrantInNamespace(t, tenant, "nobody")
+		pool.GrantInNamespace(t, poolNamespace, tenant, testenv.HostProviderRules()...)
+		g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1ObjectMeta(tenant, "pool-kubeconfig"),
+			Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, tenant, "pool", poolNamespace)},
+		})).To(Succeed())
+	}
+	availableHosts(t, pool.Client, poolNamespace, "host", 15)
+
+	machines := map[string]*infrav1.Metal3Machine{}
+	for _, tenant := range tenants {
+		cluster := workloadCluster{namespace: tenant, name: "cluster", identityRef: &infrav1.IdentityRef{Name: "pool-kubeconfig"}}
+		cluster.create(t, mgmt.Client)
+		for i := range 10 {
+			m := cluster.machine(t, mgmt.Client, fmt.Sprintf("worker-%d", i), nil)
+			machines[tenant+"/"+m.Name] = m
+		}
+	}
+	// Both providers start at once, when every machine is waiting.
+	for _, tenant := range tenants {
+		startControllers(t, mgmt, scheme, tenant)
+	}
+
+	waiting := func(g Gomega) []string {
+		var names []string
+		for key, m := range machines {
+			got := &infrav1.Metal3Machine{}
+			g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+			if c := conditions.Get(got, infrav1.HostAssociatedCondition); c != nil && c.Reason == infrav1.NoAvailableHostReason {
+				names = append(names, key)
+			}
+		}
+		return names
+	}
+	g.Eventually(func(g Gomega) {
+		bound := consumedHosts(g, pool.Client, poolNamespace)
+		g.Expect(bound).To(HaveLen(15))
+		g.Expect(waiting(g)).To(HaveLen(5))
+	}).WithTimeout(90*time.Second).WithPolling(time.Second).Should(Succeed())
+
+	assertHostsConsistent(g, mgmt.Client, pool.Client, poolNamespace, machines)
+	g.Consistently(func(g Gomega) {
+		g.Expect(consumedHosts(g, pool.Client, poolNamespace)).To(HaveLen(15))
+	}).WithTimeout(3 * time.Second).Should(Succeed(), "no host changes hands")
+
+	availableHosts(t, pool.Client, poolNamespace, "extra", 5)
+	g.Eventually(func(g Gomega) {
+		g.Expect(consumedHosts(g, pool.Client, poolNamespace)).To(HaveLen(20))
+	}).WithTimeout(90*time.Second).WithPolling(time.Second).Should(Succeed(), "waiting machines bind once hosts are added")
+	assertHostsConsistent(g, mgmt.Client, pool.Client, poolNamespace, machines)
+}
+
+// assertHostsConsistent checks every bound host against its machine: the
+// consumerRef carries the machine's UID, the machine's annotation names the
+// host, and the host's user data Secret belongs to that machine.
+func assertHostsConsistent(g Gomega, mgmt, pool client.Client, poolNamespace string, machines map[string]*infrav1.Metal3Machine) {
+	ctx := context.Background()
+	for key, host := range consumedHosts(g, pool, poolNamespace) {
+		m, ok := machines[key]
+		g.Expect(ok).To(BeTrue(), "host %s is consumed by unknown %s", host.Name, key)
+		g.Expect(host.Spec.ConsumerRef.UID).To(Equal(m.UID), "host %s names the right %s", host.Name, key)
+		g.Eventually(func(g Gomega) {
+			got := &infrav1.Metal3Machine{}
+			g.Expect(mgmt.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+			g.Expect(got.Annotations[infrav1.HostAnnotation]).To(Equal(poolNamespace+"/"+host.Name))
+		}).Should(Succeed())
+		g.Expect(host.Spec.UserData).NotTo(BeNil())
+		secret := &corev1.Secret{}
+		g.Expect(pool.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: host.Spec.UserData.Name}, secret)).To(Succeed())
+		g.Expect(secret.Labels[baremetal.OwnerUIDLabel]).To(Equal(string(m.UID)), "host %s's user data is %s's", host.Name, key)
+		g.Expect(string(secret.Data["value"])).To(ContainSubstring("hostname: " + m.Name))
+	}
+	secrets := &corev1.SecretList{}
+	g.Expect(pool.List(ctx, secrets, client.InNamespace(poolNamespace), client.HasLabels{baremetal.OwnerUIDLabel})).To(Succeed())
+	g.Expect(secrets.Items).To(HaveLen(len(consumedHosts(g, pool, poolNamespace))), "no Secret left behind by a lost race")
+}
+
+// TestAssociatedHostNeverReplaced (invariant 1): when the associated host
+// disappears, the machine says so and waits; it does not take another.
+func TestAssociatedHostNeverReplaced(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := testScheme(t)
+	mgmt := testenv.Start(t, testenv.Options{
+		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
+		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
+	})
+	startControllers(t, mgmt, scheme)
+	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
+	cluster.create(t, mgmt.Client)
+	availableHosts(t, mgmt.Client, "tenant-a", "host", 3)
+	m3m := cluster.machine(t, mgmt.Client, "worker-0", nil)
+
+	var host bmov1alpha1.BareMetalHost
+	g.Eventually(func(g Gomega) {
+		hosts := consumedHosts(g, mgmt.Client, "tenant-a")
+		g.Expect(hosts).To(HaveKey("tenant-a/worker-0"))
+		host = hosts["tenant-a/worker-0"]
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Eventually(func() string {
+		got := &infrav1.Metal3Machine{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3m), got)).To(Succeed())
+		return got.Annotations[infrav1.HostAnnotation]
+	}).Should(Equal("tenant-a/" + host.Name))
+
+	g.Expect(mgmt.Client.Delete(ctx, &host)).To(Succeed())
+	g.Eventually(func() string {
+		got := &infrav1.Metal3Machine{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3m), got)).To(Succeed())
+		if c := conditions.Get(got, infrav1.HostAssociatedCondition); c != nil {
+			return c.Reason + ": " + c.Message
+		}
+		return ""
+	}).WithTimeout(30*time.Second).Should(And(HavePrefix(infrav1.HostNotFoundReason), ContainSubstring(host.Name)),
+		"the machine reports its host missing")
+	g.Consistently(func(g Gomega) {
+		g.Expect(consumedHosts(g, mgmt.Client, "tenant-a")).To(BeEmpty(), "no other host is taken")
+	}).WithTimeout(5 * time.Second).Should(Succeed())
+}
