@@ -72,12 +72,12 @@ func TestTenantsRaceForSharedPool(t *testing.T) {
 		bound := consumedHosts(g, pool.Client, poolNamespace)
 		g.Expect(bound).To(HaveLen(15))
 		g.Expect(waiting(g)).To(HaveLen(5))
-	}).WithTimeout(90*time.Second).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
 
 	assertHostsConsistent(g, mgmt.Client, pool.Client, poolNamespace, machines)
 	g.Consistently(func(g Gomega) {
 		g.Expect(consumedHosts(g, pool.Client, poolNamespace)).To(HaveLen(15))
-	}).WithTimeout(3 * time.Second).Should(Succeed(), "no host changes hands")
+	}).WithTimeout(3*time.Second).Should(Succeed(), "no host changes hands")
 
 	availableHosts(t, pool.Client, poolNamespace, "extra", 5)
 	g.Eventually(func(g Gomega) {
@@ -98,7 +98,7 @@ func assertHostsConsistent(g Gomega, mgmt, pool client.Client, poolNamespace str
 		g.Eventually(func(g Gomega) {
 			got := &infrav1.Metal3Machine{}
 			g.Expect(mgmt.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
-			g.Expect(got.Annotations[infrav1.HostAnnotation]).To(Equal(poolNamespace+"/"+host.Name))
+			g.Expect(got.Annotations[infrav1.HostAnnotation]).To(Equal(poolNamespace + "/" + host.Name))
 		}).Should(Succeed())
 		g.Expect(host.Spec.UserData).NotTo(BeNil())
 		secret := &corev1.Secret{}

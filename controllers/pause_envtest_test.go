@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+)
+
+// TestPauseAndTemplatePropagation: pausing the Cluster pauses its hosts with
+// the provider's own annotation, unpausing removes only that one; a
+// template's automatedCleaningMode reaches its machines and their hosts.
+func TestPauseAndTemplatePropagation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := testScheme(t)
+	mgmt := testenv.Start(t, testenv.Options{
+		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
+		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
+	})
+	startControllers(t, mgmt, scheme)
+	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
+	cluster.create(t, mgmt.Client)
+	availableHosts(t, mgmt.Client, "tenant-a", "host", 2)
+	g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3MachineTemplate{
+		ObjectMeta: metav1ObjectMeta("tenant-a", "workers"),
+		Spec: infrav1.Metal3MachineTemplateSpec{Template: infrav1.Metal3MachineTemplateResource{Spec: infrav1.Metal3MachineSpec{
+			Image: infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: "http://172.22.0.1/images/node.qcow2.sha256sum"},
+		}}},
+	})).To(Succeed())
+	workers := []string{"worker-0", "worker-1"}
+	for _, name := range workers {
+		cluster.machine(t, mgmt.Client, name, func(m *infrav1.Metal3Machine) {
+			m.Annotations = map[string]string{clusterv1.TemplateClonedFromNameAnnotation: "workers"}
+		})
+	}
+	hostOf := func(g Gomega, machine string) bmov1alpha1.BareMetalHost {
+		hosts := consumedHosts(g, mgmt.Client, "tenant-a")
+		g.Expect(hosts).To(HaveKey("tenant-a/" + machine))
+		return hosts["tenant-a/"+machine]
+	}
+	g.Eventually(func(g Gomega) {
+		for _, name := range workers {
+			hostOf(g, name)
+		}
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	// An operator pauses worker-1's host by hand.
+	operatorPaused := hostOf(g, "worker-1")
+	operatorPaused.Annotations = map[string]string{bmov1alpha1.PausedAnnotation: "maintenance"}
+	g.Expect(mgmt.Client.Update(ctx, &operatorPaused)).To(Succeed())
+
+	setPaused := func(paused bool) {
+		c := &clusterv1.Cluster{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "cluster-a"}, c)).To(Succeed())
+		c.Spec.Paused = &paused
+		g.Expect(mgmt.Client.Update(ctx, c)).To(Succeed())
+	}
+	setPaused(true)
+	g.Eventually(func(g Gomega) {
+		g.Expect(hostOf(g, "worker-0").Annotations).To(HaveKeyWithValue(bmov1alpha1.PausedAnnotation, "metal3.io/capm3"))
+		g.Expect(hostOf(g, "worker-1").Annotations).To(HaveKeyWithValue(bmov1alpha1.PausedAnnotation, "maintenance"))
+	}).WithTimeout(30*time.Second).Should(Succeed(), "a paused cluster's hosts are paused")
+
+	setPaused(false)
+	g.Eventually(func(g Gomega) {
+		g.Expect(hostOf(g, "worker-0").Annotations).NotTo(HaveKey(bmov1alpha1.PausedAnnotation))
+	}).WithTimeout(30*time.Second).Should(Succeed(), "our pause is removed")
+	g.Consistently(func(g Gomega) {
+		g.Expect(hostOf(g, "worker-1").Annotations).To(HaveKeyWithValue(bmov1alpha1.PausedAnnotation, "maintenance"))
+	}).WithTimeout(3*time.Second).Should(Succeed(), "an operator's pause stays")
+
+	template := &infrav1.Metal3MachineTemplate{}
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "workers"}, template)).To(Succeed())
+	template.Spec.Template.Spec.AutomatedCleaningMode = ptrTo("disabled")
+	g.Expect(mgmt.Client.Update(ctx, template)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, name := range workers {
+			m := &infrav1.Metal3Machine{}
+			g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: name}, m)).To(Succeed())
+			g.Expect(m.Spec.AutomatedCleaningMode).To(HaveValue(Equal("disabled")))
+		}
+		g.Expect(hostOf(g, "worker-0").Spec.AutomatedCleaningMode).To(Equal(bmov1alpha1.CleaningModeDisabled))
+	}).WithTimeout(30*time.Second).Should(Succeed(), "automatedCleaningMode flows template → machines → hosts")
+}
