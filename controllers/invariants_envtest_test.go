@@ -9,6 +9,7 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -153,4 +154,42 @@ func TestAssociatedHostNeverReplaced(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		g.Expect(consumedHosts(g, mgmt.Client, "tenant-a")).To(BeEmpty(), "no other host is taken")
 	}).WithTimeout(5 * time.Second).Should(Succeed())
+}
+
+// TestIdentitySecretProtected (invariant 5): an identity Secret in use
+// survives a deletion request, carries the clusterctl move label, and goes
+// once the last Metal3Cluster using it is gone.
+func TestIdentitySecretProtected(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := testScheme(t)
+	mgmt := testenv.Start(t, testenv.Options{
+		Scheme: scheme, CRDs: testenv.ProviderCRDs(t), CRDDirectoryPaths: []string{testenv.CAPICRDPath(t)},
+	})
+	startControllers(t, mgmt, scheme)
+	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+	secret := &corev1.Secret{
+		ObjectMeta: metav1ObjectMeta("tenant-a", "pool-kubeconfig"),
+		// The content does not matter for protection; it is also invalid.
+		Data: map[string][]byte{"kubeconfig": []byte("not a kubeconfig")},
+	}
+	g.Expect(mgmt.Client.Create(ctx, secret)).To(Succeed())
+	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-kubeconfig"}}
+	cluster.create(t, mgmt.Client)
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+		g.Expect(secret.Finalizers).To(ContainElement(baremetal.IdentitySecretFinalizer))
+		g.Expect(secret.Labels).To(HaveKey(baremetal.ClusterctlMoveLabel))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	g.Expect(mgmt.Client.Delete(ctx, secret)).To(Succeed())
+	g.Consistently(func() error {
+		return mgmt.Client.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{})
+	}).WithTimeout(3*time.Second).Should(Succeed(), "a Secret in use is not deleted")
+
+	g.Expect(mgmt.Client.Delete(ctx, &infrav1.Metal3Cluster{ObjectMeta: metav1ObjectMeta("tenant-a", "cluster-a")})).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}))
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "the Secret goes with its last user")
 }

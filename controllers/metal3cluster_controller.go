@@ -41,7 +41,7 @@ type Metal3ClusterReconciler struct {
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3clusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3clusters/status;metal3clusters/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;patch
 
 // SetupWithManager registers the controller.
 func (r *Metal3ClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
@@ -103,6 +103,9 @@ func (r *Metal3ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 func (r *Metal3ClusterReconciler) reconcileNormal(ctx context.Context, m3c *infrav1.Metal3Cluster) (ctrl.Result, error) {
 	controllerutil.AddFinalizer(m3c, infrav1.Metal3ClusterFinalizer)
+	if err := r.protectIdentitySecret(ctx, m3c); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	identity := remote.ClusterIdentity(m3c)
 	access, identityErr := r.Identities.HostAccess(ctx, m3c, identity)
@@ -152,9 +155,36 @@ func (r *Metal3ClusterReconciler) reconcileDelete(ctx context.Context, cluster *
 		})
 		return ctrl.Result{RequeueAfter: machinesGoneRequeue}, nil
 	}
+	if ref := m3c.Spec.IdentityRef; ref != nil {
+		if err := r.identitySecrets().Release(ctx, m3c.Namespace, ref.Name, m3c); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	r.Identities.Release(m3c)
 	controllerutil.RemoveFinalizer(m3c, infrav1.Metal3ClusterFinalizer)
 	return ctrl.Result{}, nil
+}
+
+// protectIdentitySecret keeps the identity Secret in use from deletion and
+// makes clusterctl move carry it; a Secret the cluster stopped using (its
+// identityRef changed, e.g. after a pivot) is released.
+func (r *Metal3ClusterReconciler) protectIdentitySecret(ctx context.Context, m3c *infrav1.Metal3Cluster) error {
+	secrets := r.identitySecrets()
+	current := ""
+	if m3c.Spec.IdentityRef != nil {
+		current = m3c.Spec.IdentityRef.Name
+		if err := secrets.Protect(ctx, m3c.Namespace, current); err != nil {
+			return err
+		}
+	}
+	if previous := m3c.Status.Identity; previous != nil && previous.SecretName != "" && previous.SecretName != current {
+		return secrets.Release(ctx, m3c.Namespace, previous.SecretName, m3c)
+	}
+	return nil
+}
+
+func (r *Metal3ClusterReconciler) identitySecrets() *baremetal.IdentitySecrets {
+	return &baremetal.IdentitySecrets{Client: r.Client, Metadata: r.Identities.SecretMetadata()}
 }
 
 // metal3MachineToCluster wakes a deleting Metal3Cluster when one of its machines goes.

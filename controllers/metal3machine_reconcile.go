@@ -31,6 +31,11 @@ const (
 func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, m *baremetal.MachineManager) (ctrl.Result, error) {
 	m3m := m.M3Machine
 	controllerutil.AddFinalizer(m3m, infrav1.Metal3MachineFinalizer)
+	if ref := m3m.Spec.IdentityRef; ref != nil {
+		if err := r.identitySecrets().Protect(ctx, m3m.Namespace, ref.Name); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 
 	if !ptrValue(m.Cluster.Status.Initialization.InfrastructureProvisioned) {
 		setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.WaitingForClusterInfrastructureReason,
@@ -95,9 +100,18 @@ func (r *Metal3MachineReconciler) reconcileDelete(ctx context.Context, m *bareme
 			"Deprovisioning the host before releasing it")
 		return ctrl.Result{RequeueAfter: hostProgressRequeue}, nil
 	}
+	if ref := m.M3Machine.Spec.IdentityRef; ref != nil {
+		if err := r.identitySecrets().Release(ctx, m.M3Machine.Namespace, ref.Name, m.M3Machine); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	r.Identities.Release(m.M3Machine)
 	controllerutil.RemoveFinalizer(m.M3Machine, infrav1.Metal3MachineFinalizer)
 	return ctrl.Result{}, nil
+}
+
+func (r *Metal3MachineReconciler) identitySecrets() *baremetal.IdentitySecrets {
+	return &baremetal.IdentitySecrets{Client: r.Client, Metadata: r.Identities.SecretMetadata()}
 }
 
 // pauseHost sets or clears the provider's pause on the machine's host.

@@ -270,6 +270,9 @@ func (c *Cache) InClusterHostHandler() handler.EventHandler {
 	})
 }
 
+// SecretMetadata reads Secret metadata from the management cluster's cache.
+func (c *Cache) SecretMetadata() client.Reader { return c.opts.ManagementCache }
+
 // ConnectedKeys lists the identities with a running accessor.
 func (c *Cache) ConnectedKeys() []IdentityKey {
 	c.mu.Lock()

@@ -1,0 +1,119 @@
+package baremetal
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+const (
+	// IdentitySecretFinalizer keeps an identity Secret while a Metal3Cluster
+	// or Metal3Machine uses it: without it, hosts could be neither
+	// provisioned nor released.
+	IdentitySecretFinalizer = "infrastructure.cluster.x-k8s.io/identity-in-use"
+	// ClusterctlMoveLabel makes clusterctl move carry the identity Secret
+	// with the cluster that uses it.
+	ClusterctlMoveLabel = "clusterctl.cluster.x-k8s.io/move"
+)
+
+// IdentitySecrets protects the kubeconfig Secrets named by identityRefs.
+// It reads Secret metadata from the manager's cache (no data, no request)
+// and writes only when the finalizer or label is missing.
+type IdentitySecrets struct {
+	Client   client.Client
+	Metadata client.Reader
+}
+
+// Protect puts the finalizer and the move label on the Secret namespace/name.
+// A missing Secret is not an error here: the IdentityReady condition says so.
+func (s *IdentitySecrets) Protect(ctx context.Context, namespace, name string) error {
+	meta, err := s.get(ctx, namespace, name)
+	if err != nil || meta == nil {
+		return err
+	}
+	_, labelled := meta.Labels[ClusterctlMoveLabel]
+	// A Secret already being deleted cannot take a new finalizer; if it is
+	// deleting, ours is on it or it was not in use until now.
+	protected := controllerutil.ContainsFinalizer(meta, IdentitySecretFinalizer) || !meta.DeletionTimestamp.IsZero()
+	if protected && labelled {
+		return nil
+	}
+	patch := client.MergeFrom(meta.DeepCopy())
+	if meta.DeletionTimestamp.IsZero() {
+		controllerutil.AddFinalizer(meta, IdentitySecretFinalizer)
+	}
+	if meta.Labels == nil {
+		meta.Labels = map[string]string{}
+	}
+	meta.Labels[ClusterctlMoveLabel] = ""
+	if err := s.Client.Patch(ctx, meta, patch); err != nil {
+		return fmt.Errorf("protect identity Secret %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// Release removes the finalizer from namespace/name unless a Metal3Cluster
+// or Metal3Machine other than leaving still uses it.
+func (s *IdentitySecrets) Release(ctx context.Context, namespace, name string, leaving client.Object) error {
+	if name == "" {
+		return nil
+	}
+	inUse, err := s.inUse(ctx, namespace, name, leaving)
+	if err != nil || inUse {
+		return err
+	}
+	meta, err := s.get(ctx, namespace, name)
+	if err != nil || meta == nil || !controllerutil.ContainsFinalizer(meta, IdentitySecretFinalizer) {
+		return err
+	}
+	patch := client.MergeFrom(meta.DeepCopy())
+	controllerutil.RemoveFinalizer(meta, IdentitySecretFinalizer)
+	if err := s.Client.Patch(ctx, meta, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("release identity Secret %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+func (s *IdentitySecrets) inUse(ctx context.Context, namespace, name string, leaving client.Object) (bool, error) {
+	uses := func(obj client.Object, ref *infrav1.IdentityRef) bool {
+		return ref != nil && ref.Name == name && obj.GetDeletionTimestamp().IsZero() && obj.GetUID() != leaving.GetUID()
+	}
+	clusters := &infrav1.Metal3ClusterList{}
+	if err := s.Client.List(ctx, clusters, client.InNamespace(namespace)); err != nil {
+		return true, err
+	}
+	for i := range clusters.Items {
+		if uses(&clusters.Items[i], clusters.Items[i].Spec.IdentityRef) {
+			return true, nil
+		}
+	}
+	machines := &infrav1.Metal3MachineList{}
+	if err := s.Client.List(ctx, machines, client.InNamespace(namespace)); err != nil {
+		return true, err
+	}
+	for i := range machines.Items {
+		if uses(&machines.Items[i], machines.Items[i].Spec.IdentityRef) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (s *IdentitySecrets) get(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := s.Metadata.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, meta); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read identity Secret %s/%s: %w", namespace, name, err)
+	}
+	return meta, nil
+}
