@@ -1,0 +1,136 @@
+package baremetal
+
+import (
+	"testing"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+func testHost(name string, state bmov1alpha1.ProvisioningState, labels, annotations map[string]string) bmov1alpha1.BareMetalHost {
+	return bmov1alpha1.BareMetalHost{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "pool", Name: name, Labels: labels, Annotations: annotations},
+		Status:     bmov1alpha1.BareMetalHostStatus{Provisioning: bmov1alpha1.ProvisionStatus{State: state}},
+	}
+}
+
+func names(hosts []*bmov1alpha1.BareMetalHost) []string {
+	out := make([]string, len(hosts))
+	for i, h := range hosts {
+		out[i] = h.Name
+	}
+	return out
+}
+
+func TestRankHosts(t *testing.T) {
+	consumed := testHost("consumed", bmov1alpha1.StateAvailable, nil, nil)
+	consumed.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "Metal3Machine", Name: "other"}
+	hosts := []bmov1alpha1.BareMetalHost{
+		testHost("available", bmov1alpha1.StateAvailable, map[string]string{"role": "worker"}, nil),
+		testHost("ready", bmov1alpha1.StateReady, map[string]string{"role": "worker"}, nil),
+		testHost("in-fd", bmov1alpha1.StateAvailable, map[string]string{"role": "worker", FailureDomainLabel: "rack-1"}, nil),
+		testHost("reusable", bmov1alpha1.StateAvailable, map[string]string{"role": "worker", NodeReuseLabel: "workers"}, nil),
+		testHost("control", bmov1alpha1.StateAvailable, map[string]string{"role": "control-plane"}, nil),
+		testHost("inspecting", bmov1alpha1.StateInspecting, map[string]string{"role": "worker"}, nil),
+		testHost("provisioned", bmov1alpha1.StateProvisioned, map[string]string{"role": "worker"}, nil),
+		testHost("unhealthy", bmov1alpha1.StateAvailable, map[string]string{"role": "worker"}, map[string]string{UnhealthyAnnotation: ""}),
+		testHost("paused", bmov1alpha1.StateAvailable, map[string]string{"role": "worker"}, map[string]string{bmov1alpha1.PausedAnnotation: ""}),
+		testHost("detached", bmov1alpha1.StateAvailable, map[string]string{"role": "worker"}, map[string]string{bmov1alpha1.DetachedAnnotation: ""}),
+		consumed,
+	}
+	machine := func(uid string, sel infrav1.HostSelector) *infrav1.Metal3Machine {
+		return &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Spec: infrav1.Metal3MachineSpec{HostSelector: sel}}
+	}
+	workers := infrav1.HostSelector{MatchLabels: map[string]string{"role": "worker"}}
+	tests := []struct {
+		name          string
+		machine       *infrav1.Metal3Machine
+		failureDomain string
+		reuse         string
+		wantFirst     string
+		wantSet       []string
+	}{
+		{name: "only free, healthy, unpaused, inspected hosts matching the selector", machine: machine("a", workers),
+			wantSet: []string{"available", "ready", "in-fd", "reusable"}},
+		{name: "matchExpressions", machine: machine("a", infrav1.HostSelector{MatchExpressions: []infrav1.HostSelectorRequirement{
+			{Key: "role", Operator: selection.In, Values: []string{"control-plane"}},
+		}}), wantSet: []string{"control"}},
+		{name: "failure domain first", machine: machine("a", workers), failureDomain: "rack-1", wantFirst: "in-fd"},
+		{name: "a host kept for the template before all", machine: machine("a", workers), failureDomain: "rack-1", reuse: "workers", wantFirst: "reusable"},
+		{name: "no selector: every available host", machine: machine("a", infrav1.HostSelector{}),
+			wantSet: []string{"available", "ready", "in-fd", "reusable", "control"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := rankHosts(hosts, tt.machine, tt.failureDomain, tt.reuse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantFirst != "" && (len(got) == 0 || got[0].Name != tt.wantFirst) {
+				t.Errorf("first = %v, want %s", names(got), tt.wantFirst)
+			}
+			if tt.wantSet != nil {
+				want := map[string]bool{}
+				for _, n := range tt.wantSet {
+					want[n] = true
+				}
+				if len(got) != len(want) {
+					t.Fatalf("got %v, want %v", names(got), tt.wantSet)
+				}
+				for _, h := range got {
+					if !want[h.Name] {
+						t.Errorf("unexpected host %s in %v", h.Name, names(got))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRankHostsSpreadsMachines: equal hosts are ordered per machine, stably,
+// so concurrent machines mostly try different hosts first.
+func TestRankHostsSpreadsMachines(t *testing.T) {
+	var hosts []bmov1alpha1.BareMetalHost
+	for _, n := range []string{"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"} {
+		hosts = append(hosts, testHost(n, bmov1alpha1.StateAvailable, nil, nil))
+	}
+	first := map[string]bool{}
+	for _, uid := range []string{"m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7"} {
+		m := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}
+		a, _ := rankHosts(hosts, m, "", "")
+		b, _ := rankHosts(hosts, m, "", "")
+		if a[0].Name != b[0].Name {
+			t.Fatalf("machine %s: order not stable", uid)
+		}
+		first[a[0].Name] = true
+	}
+	if len(first) < 3 {
+		t.Errorf("8 machines all start with one of %v: no spread", first)
+	}
+}
+
+func TestHostSecretName(t *testing.T) {
+	owner := func(namespace, name, uid string) metav1.Object {
+		return &metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(uid)}
+	}
+	a := hostSecretName(owner("tenant-a", "worker-0", "uid-a"), userDataPurpose)
+	b := hostSecretName(owner("tenant-b", "worker-0", "uid-b"), userDataPurpose)
+	if a == b {
+		t.Errorf("two tenants' worker-0 share Secret name %s", a)
+	}
+	if a != hostSecretName(owner("tenant-a", "worker-0", "uid-a"), userDataPurpose) {
+		t.Error("name is not stable")
+	}
+	if hostSecretName(owner("tenant-a", "worker-0", "uid-a"), metaDataPurpose) == a {
+		t.Error("purposes share a name")
+	}
+	long := hostSecretName(owner("t", string(make([]byte, 300)), "u"), userDataPurpose)
+	if len(long) > 253 {
+		t.Errorf("name of %d characters is too long for a Secret", len(long))
+	}
+}
