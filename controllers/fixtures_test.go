@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,12 +58,20 @@ func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, n
 		t.Fatal(err)
 	}
 	options := controller.Options{SkipNameValidation: ptrTo(true), MaxConcurrentReconciles: 4}
+	workloadClusters, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient: mgr.GetAPIReader(),
+		Client:       clustercache.ClientOptions{UserAgent: "capm3-test", QPS: 20, Burst: 30},
+	}, controller.Options{SkipNameValidation: ptrTo(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, setup := range []func() error{
 		func() error {
 			return (&Metal3ClusterReconciler{Client: mgr.GetClient(), Identities: identities}).SetupWithManager(ctx, mgr, options)
 		},
 		func() error {
-			return (&Metal3MachineReconciler{Client: mgr.GetClient(), Identities: identities}).SetupWithManager(ctx, mgr, options)
+			return (&Metal3MachineReconciler{Client: mgr.GetClient(), Identities: identities, ClusterCache: workloadClusters}).
+				SetupWithManager(ctx, mgr, options)
 		},
 		func() error {
 			return (&Metal3MachineTemplateReconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, options)
@@ -78,6 +87,12 @@ func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, n
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("manager: %v", err)
+		}
+		// CAPI's ClusterCache runs its caches outside the manager's
+		// lifetime (a process exit ends them); a test must stop them, or
+		// their watches keep the workload API server from shutting down.
+		if s, ok := workloadClusters.(interface{ Shutdown() }); ok {
+			s.Shutdown()
 		}
 	})
 	return identities

@@ -12,6 +12,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
+// UserKubeconfigWithGroups returns a kubeconfig with inline credentials for
+// a new certificate user in groups, with the environment's default context.
+func (e *Env) UserKubeconfigWithGroups(t testing.TB, user string, groups ...string) []byte {
+	t.Helper()
+	authn, err := e.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		t.Fatalf("add user %s: %v", user, err)
+	}
+	raw, err := authn.KubeConfig()
+	if err != nil {
+		t.Fatalf("kubeconfig for %s: %v", user, err)
+	}
+	return raw
+}
+
 // UserKubeconfig adds a certificate user to the environment and returns a
 // kubeconfig for it with inline credentials, one context named contextName
 // whose namespace is namespace (empty: none).

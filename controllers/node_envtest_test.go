@@ -1,0 +1,65 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+)
+
+// TestNodeProviderIDWithoutCloudProvider: with cloudProviderEnabled=false
+// the provider sets the workload Node's providerID itself, finding the Node
+// by the host UID label, through CAPI's ClusterCache.
+func TestNodeProviderIDWithoutCloudProvider(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := testScheme(t)
+	mgmt := testenv.Start(t, testenv.Options{
+		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
+		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
+	})
+	workload := testenv.Start(t, testenv.Options{Scheme: scheme})
+	startControllers(t, mgmt, scheme)
+	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+
+	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
+	cluster.create(t, mgmt.Client)
+	m3c := &infrav1.Metal3Cluster{}
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "cluster-a"}, m3c)).To(Succeed())
+	m3c.Spec.CloudProviderEnabled = ptrTo(false)
+	g.Expect(mgmt.Client.Update(ctx, m3c)).To(Succeed())
+	// The workload cluster's kubeconfig, where CAPI keeps it.
+	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "cluster-a-kubeconfig",
+			Labels: map[string]string{clusterv1.ClusterNameLabel: "cluster-a"}},
+		Data: map[string][]byte{"value": workload.UserKubeconfigWithGroups(t, "capi", "system:masters")},
+	})).To(Succeed())
+
+	availableHosts(t, mgmt.Client, "tenant-a", "host", 1)
+	m3m := cluster.machine(t, mgmt.Client, "worker-0", nil)
+	var host bmov1alpha1.BareMetalHost
+	g.Eventually(func(g Gomega) {
+		hosts := consumedHosts(g, mgmt.Client, "tenant-a")
+		g.Expect(hosts).To(HaveKey("tenant-a/worker-0"))
+		host = hosts["tenant-a/worker-0"]
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	setHostState(t, mgmt.Client, &host, bmov1alpha1.StateProvisioned)
+
+	// The node boots and registers with the host's UID from its metadata.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Labels: map[string]string{HostUIDNodeLabel: string(host.UID)}}}
+	g.Expect(workload.Client.Create(ctx, node)).To(Succeed())
+	want := "metal3://tenant-a/" + host.Name + "/" + m3m.Name
+	g.Eventually(func() (string, error) {
+		err := workload.Client.Get(ctx, client.ObjectKeyFromObject(node), node)
+		return node.Spec.ProviderID, err
+	}).WithTimeout(60*time.Second).Should(Equal(want), "the Node gets the machine's provider ID")
+}
