@@ -10,11 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
@@ -49,56 +46,23 @@ func uncachedObjects() []client.Object {
 // setupReconcilers registers every controller with the manager, and the
 // remote-client cache they share.
 func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) error {
-	identities, err := remote.New(remote.Options{
-		SecretReader:     mgr.GetAPIReader(),
-		ManagementCache:  mgr.GetCache(),
-		InClusterClient:  mgr.GetClient(),
-		Scheme:           mgr.GetScheme(),
-		ProbeInterval:    opts.remote.probeInterval,
-		ProbeTimeout:     opts.remote.probeTimeout,
-		FailureThreshold: opts.remote.failureThreshold,
-		QPS:              opts.remote.qps,
-		Burst:            opts.remote.burst,
-		UserAgent:        controllerName,
-	})
-	if err != nil {
-		return err
-	}
-	if err := mgr.Add(identities); err != nil {
-		return fmt.Errorf("add remote-client cache: %w", err)
-	}
-	if err := (&controllers.Metal3ClusterReconciler{
-		Client: mgr.GetClient(), Identities: identities, WatchFilterValue: opts.watchFilterValue,
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency.metal3Cluster}); err != nil {
-		return fmt.Errorf("set up Metal3Cluster controller: %w", err)
-	}
-	// Workload cluster clients, for Nodes' providerID when no cloud provider
-	// sets it: CAPI's ClusterCache, shared, probed, keyed by Cluster.
-	workloadClusters, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
-		SecretClient:     mgr.GetAPIReader(),
+	_, err := controllers.Setup(ctx, mgr, controllers.SetupOptions{
+		Remote: remote.Options{
+			ProbeInterval:    opts.remote.probeInterval,
+			ProbeTimeout:     opts.remote.probeTimeout,
+			FailureThreshold: opts.remote.failureThreshold,
+			QPS:              opts.remote.qps,
+			Burst:            opts.remote.burst,
+			UserAgent:        controllerName,
+		},
 		WatchFilterValue: opts.watchFilterValue,
-		Cache: clustercache.CacheOptions{
-			DefaultTransform: cache.TransformStripManagedFields(),
+		Concurrency: map[string]int{
+			"Metal3Cluster":         opts.concurrency.metal3Cluster,
+			"Metal3Machine":         opts.concurrency.metal3Machine,
+			"Metal3MachineTemplate": opts.concurrency.metal3MachineTemplate,
 		},
-		Client: clustercache.ClientOptions{
-			QPS: opts.remote.qps, Burst: opts.remote.burst, UserAgent: controllerName,
-			Cache: clustercache.ClientCacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}}},
-		},
-	}, controller.Options{MaxConcurrentReconciles: opts.concurrency.metal3Cluster})
-	if err != nil {
-		return fmt.Errorf("set up workload cluster cache: %w", err)
-	}
-	if err := (&controllers.Metal3MachineReconciler{
-		Client: mgr.GetClient(), Identities: identities, ClusterCache: workloadClusters, WatchFilterValue: opts.watchFilterValue,
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency.metal3Machine}); err != nil {
-		return fmt.Errorf("set up Metal3Machine controller: %w", err)
-	}
-	if err := (&controllers.Metal3MachineTemplateReconciler{
-		Client: mgr.GetClient(), WatchFilterValue: opts.watchFilterValue,
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency.metal3MachineTemplate}); err != nil {
-		return fmt.Errorf("set up Metal3MachineTemplate controller: %w", err)
-	}
-	return nil
+	})
+	return err
 }
 
 // setupWebhooks registers the defaulting and validating webhooks, unless the

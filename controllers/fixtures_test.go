@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,43 +43,20 @@ func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, n
 	if err != nil {
 		t.Fatal(err)
 	}
-	identities, err := remote.New(remote.Options{
-		SecretReader: mgr.GetAPIReader(), InClusterReader: mgr.GetAPIReader(), ManagementCache: mgr.GetCache(),
-		InClusterClient: mgr.GetClient(), Scheme: scheme,
-		ProbeInterval: 500 * time.Millisecond, ProbeTimeout: 500 * time.Millisecond, FailureThreshold: 2,
-		MinBackoff: 500 * time.Millisecond, MaxBackoff: 2 * time.Second, ConnectTimeout: 5 * time.Second,
+	ctx, cancel := context.WithCancel(context.Background())
+	started, err := Setup(ctx, mgr, SetupOptions{
+		Remote: remote.Options{
+			ProbeInterval: 500 * time.Millisecond, ProbeTimeout: 500 * time.Millisecond, FailureThreshold: 2,
+			MinBackoff: 500 * time.Millisecond, MaxBackoff: 2 * time.Second, ConnectTimeout: 5 * time.Second,
+		},
+		Concurrency: map[string]int{"Metal3Cluster": 4, "Metal3Machine": 4, "Metal3MachineTemplate": 1},
+		Controller:  controller.Options{SkipNameValidation: ptrTo(true)},
 	})
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := mgr.Add(identities); err != nil {
-		t.Fatal(err)
-	}
-	options := controller.Options{SkipNameValidation: ptrTo(true), MaxConcurrentReconciles: 4}
-	workloadClusters, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
-		SecretClient: mgr.GetAPIReader(),
-		Client:       clustercache.ClientOptions{UserAgent: "capm3-test", QPS: 20, Burst: 30},
-	}, controller.Options{SkipNameValidation: ptrTo(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, setup := range []func() error{
-		func() error {
-			return (&Metal3ClusterReconciler{Client: mgr.GetClient(), Identities: identities}).SetupWithManager(ctx, mgr, options)
-		},
-		func() error {
-			return (&Metal3MachineReconciler{Client: mgr.GetClient(), Identities: identities, ClusterCache: workloadClusters}).
-				SetupWithManager(ctx, mgr, options)
-		},
-		func() error {
-			return (&Metal3MachineTemplateReconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, options)
-		},
-	} {
-		if err := setup(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	identities, workloadClusters := started.Identities, started.WorkloadClusters
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {

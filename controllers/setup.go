@@ -1,0 +1,97 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+)
+
+// SetupOptions configure the provider's controllers as a whole.
+type SetupOptions struct {
+	// Remote configures the remote-client cache; its clients and readers
+	// are filled in from the manager.
+	Remote           remote.Options
+	WatchFilterValue string
+	// Concurrency per controller, by kind; missing kinds get 1.
+	Concurrency map[string]int
+	// Controller holds options applied to every controller (e.g.
+	// SkipNameValidation when several managers share a process in tests).
+	Controller controller.Options
+}
+
+// Controllers are what Setup started, for callers that need them.
+type Controllers struct {
+	Identities       *remote.Cache
+	WorkloadClusters clustercache.ClusterCache
+}
+
+// Setup registers every controller of the provider, the remote-client cache
+// they share and CAPI's workload ClusterCache with mgr. main and the tests
+// use the same wiring.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controllers, error) {
+	remoteOpts := opts.Remote
+	// CAPI's ClusterCache requires these; the remote cache shares them.
+	if remoteOpts.UserAgent == "" {
+		remoteOpts.UserAgent = "cluster-api-provider-metal3"
+	}
+	if remoteOpts.QPS == 0 || remoteOpts.Burst == 0 {
+		remoteOpts.QPS, remoteOpts.Burst = 20, 30
+	}
+	remoteOpts.SecretReader = mgr.GetAPIReader()
+	remoteOpts.InClusterReader = mgr.GetAPIReader()
+	remoteOpts.ManagementCache = mgr.GetCache()
+	remoteOpts.InClusterClient = mgr.GetClient()
+	remoteOpts.Scheme = mgr.GetScheme()
+	identities, err := remote.New(remoteOpts)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(identities); err != nil {
+		return nil, fmt.Errorf("add remote-client cache: %w", err)
+	}
+	options := func(kind string) controller.Options {
+		o := opts.Controller
+		o.MaxConcurrentReconciles = max(opts.Concurrency[kind], 1)
+		return o
+	}
+
+	// Workload cluster clients, for Nodes' providerID when no cloud provider
+	// sets it: CAPI's ClusterCache, shared, probed, keyed by Cluster.
+	workloadClusters, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient:     mgr.GetAPIReader(),
+		WatchFilterValue: opts.WatchFilterValue,
+		Cache:            clustercache.CacheOptions{DefaultTransform: cache.TransformStripManagedFields()},
+		Client: clustercache.ClientOptions{
+			QPS: remoteOpts.QPS, Burst: remoteOpts.Burst, UserAgent: remoteOpts.UserAgent,
+			Cache: clustercache.ClientCacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}}},
+		},
+	}, options("Metal3Cluster"))
+	if err != nil {
+		return nil, fmt.Errorf("set up workload cluster cache: %w", err)
+	}
+
+	if err := (&Metal3ClusterReconciler{
+		Client: mgr.GetClient(), Identities: identities, WatchFilterValue: opts.WatchFilterValue,
+	}).SetupWithManager(ctx, mgr, options("Metal3Cluster")); err != nil {
+		return nil, fmt.Errorf("set up Metal3Cluster controller: %w", err)
+	}
+	if err := (&Metal3MachineReconciler{
+		Client: mgr.GetClient(), Identities: identities, ClusterCache: workloadClusters, WatchFilterValue: opts.WatchFilterValue,
+	}).SetupWithManager(ctx, mgr, options("Metal3Machine")); err != nil {
+		return nil, fmt.Errorf("set up Metal3Machine controller: %w", err)
+	}
+	if err := (&Metal3MachineTemplateReconciler{
+		Client: mgr.GetClient(), WatchFilterValue: opts.WatchFilterValue,
+	}).SetupWithManager(ctx, mgr, options("Metal3MachineTemplate")); err != nil {
+		return nil, fmt.Errorf("set up Metal3MachineTemplate controller: %w", err)
+	}
+	return &Controllers{Identities: identities, WorkloadClusters: workloadClusters}, nil
+}
