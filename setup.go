@@ -60,6 +60,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 			"Metal3Cluster":         opts.concurrency.metal3Cluster,
 			"Metal3Machine":         opts.concurrency.metal3Machine,
 			"Metal3MachineTemplate": opts.concurrency.metal3MachineTemplate,
+			"Metal3DataTemplate":    opts.concurrency.metal3DataTemplate,
 		},
 	})
 	return err

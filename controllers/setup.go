@@ -93,5 +93,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	}).SetupWithManager(ctx, mgr, options("Metal3MachineTemplate")); err != nil {
 		return nil, fmt.Errorf("set up Metal3MachineTemplate controller: %w", err)
 	}
+	if err := (&Metal3DataTemplateReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), WatchFilterValue: opts.WatchFilterValue,
+	}).SetupWithManager(ctx, mgr, options("Metal3DataTemplate")); err != nil {
+		return nil, fmt.Errorf("set up Metal3DataTemplate controller: %w", err)
+	}
 	return &Controllers{Identities: identities, WorkloadClusters: workloadClusters}, nil
 }

@@ -22,6 +22,10 @@ import (
 )
 
 // Condition of a Metal3DataClaim besides Ready and Paused.
+// DataClaimFinalizer keeps a Metal3DataClaim until its Metal3Data, and with
+// it its index, is released.
+const DataClaimFinalizer = "metal3dataclaim.infrastructure.cluster.x-k8s.io"
+
 const (
 	// Metal3DataClaimDataReadyCondition is true when the template has
 	// created the claim's Metal3Data and that Metal3Data has rendered its

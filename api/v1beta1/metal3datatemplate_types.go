@@ -22,6 +22,10 @@ import (
 )
 
 // Condition of a Metal3DataTemplate besides Ready and Paused.
+// DataTemplateFinalizer keeps a Metal3DataTemplate while Metal3Data rendered
+// from it exist.
+const DataTemplateFinalizer = "metal3datatemplate.infrastructure.cluster.x-k8s.io"
+
 const (
 	// Metal3DataTemplateIndexesAllocatedCondition is true when every
 	// Metal3DataClaim that refers to the template has been given an index

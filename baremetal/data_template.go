@@ -1,0 +1,211 @@
+package baremetal
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// DataTemplateManager allocates the indexes of one Metal3DataTemplate: each
+// claim gets a Metal3Data "<template>-<index>" with the lowest free index.
+// All claims of a template are handled in one reconcile of the template, so
+// no two claims can be given the same index, however many arrive at once.
+type DataTemplateManager struct {
+	Client client.Client
+	// Reader lists Metal3Data from the API server, not the cache: a
+	// Metal3Data created by the previous reconcile must be seen, or its
+	// claim would be given a second index.
+	Reader   client.Reader
+	Template *infrav1.Metal3DataTemplate
+}
+
+// indexSpace says whether data belongs to the template's index space: the
+// templateReference shared by revisions of a template, else the template.
+// A new revision thus keeps the indexes its predecessor gave.
+func (m *DataTemplateManager) inIndexSpace(data *infrav1.Metal3Data) bool {
+	if ref := m.Template.Spec.TemplateReference; ref != "" {
+		return data.Spec.TemplateReference == ref
+	}
+	return data.Spec.Template.Name == m.Template.Name
+}
+
+// AllocateIndexes gives every claim of the template its Metal3Data,
+// releases the data of deleted claims, and records the indexes in status.
+// It returns how many claims still wait for their data to go.
+func (m *DataTemplateManager) AllocateIndexes(ctx context.Context) (int, error) {
+	ns := m.Template.Namespace
+	claims := &infrav1.Metal3DataClaimList{}
+	if err := m.Client.List(ctx, claims, client.InNamespace(ns)); err != nil {
+		return 0, fmt.Errorf("list Metal3DataClaims: %w", err)
+	}
+	datas := &infrav1.Metal3DataList{}
+	if err := m.Reader.List(ctx, datas, client.InNamespace(ns)); err != nil {
+		return 0, fmt.Errorf("list Metal3Data: %w", err)
+	}
+
+	used := map[int]bool{}
+	byClaim := map[string]*infrav1.Metal3Data{}
+	for i := range datas.Items {
+		data := &datas.Items[i]
+		if m.inIndexSpace(data) {
+			used[data.Spec.Index] = true
+			byClaim[data.Spec.Claim.Name] = data
+		}
+	}
+	live := map[string]bool{}
+	indexes := map[string]int{}
+	releasing := 0
+	nextFree := 0
+	for i := range claims.Items {
+		claim := &claims.Items[i]
+		if claim.Spec.Template.Name != m.Template.Name {
+			continue
+		}
+		data := byClaim[claim.Name]
+		if !claim.DeletionTimestamp.IsZero() {
+			released, err := m.release(ctx, claim, data)
+			if err != nil {
+				return 0, err
+			}
+			if !released {
+				releasing++
+			}
+			continue
+		}
+		live[claim.Name] = true
+		if err := m.ensureClaimFinalizer(ctx, claim); err != nil {
+			return 0, err
+		}
+		if data == nil {
+			for used[nextFree] {
+				nextFree++
+			}
+			created, err := m.createData(ctx, claim, nextFree)
+			if err != nil {
+				return 0, err
+			}
+			used[nextFree] = true
+			data = created
+		}
+		indexes[claim.Name] = data.Spec.Index
+		if err := m.setRenderedData(ctx, claim, data); err != nil {
+			return 0, err
+		}
+	}
+	// Data whose claim vanished without its finalizer (e.g. force-removed)
+	// must not keep its index forever.
+	for name, data := range byClaim {
+		if !live[name] && data.Spec.Template.Name == m.Template.Name && data.DeletionTimestamp.IsZero() {
+			if err := m.Client.Delete(ctx, data); client.IgnoreNotFound(err) != nil {
+				return 0, fmt.Errorf("delete orphaned Metal3Data %s: %w", data.Name, err)
+			}
+		}
+	}
+	m.Template.Status.Indexes = indexes
+	now := metav1.Now()
+	m.Template.Status.LastUpdated = &now
+	return releasing, nil
+}
+
+func (m *DataTemplateManager) createData(ctx context.Context, claim *infrav1.Metal3DataClaim, index int) (*infrav1.Metal3Data, error) {
+	data := &infrav1.Metal3Data{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: m.Template.Namespace,
+			Name:      fmt.Sprintf("%s-%d", m.Template.Name, index),
+			Labels:    claim.Labels,
+		},
+		Spec: infrav1.Metal3DataSpec{
+			Index:             index,
+			TemplateReference: m.Template.Spec.TemplateReference,
+			Template: corev1.ObjectReference{
+				APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3DataTemplate",
+				Namespace: m.Template.Namespace, Name: m.Template.Name, UID: m.Template.UID,
+			},
+			Claim: corev1.ObjectReference{
+				APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3DataClaim",
+				Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID,
+			},
+		},
+	}
+	for _, owner := range []client.Object{m.Template, claim} {
+		if err := controllerutil.SetOwnerReference(owner, data, m.Client.Scheme()); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.Client.Create(ctx, data); err != nil {
+		return nil, fmt.Errorf("create Metal3Data %s for claim %s: %w", data.Name, claim.Name, err)
+	}
+	return data, nil
+}
+
+// release deletes the claim's data, and lets the claim go once it is gone.
+func (m *DataTemplateManager) release(ctx context.Context, claim *infrav1.Metal3DataClaim, data *infrav1.Metal3Data) (bool, error) {
+	if data != nil {
+		if data.DeletionTimestamp.IsZero() {
+			if err := m.Client.Delete(ctx, data); client.IgnoreNotFound(err) != nil {
+				return false, fmt.Errorf("delete Metal3Data %s of claim %s: %w", data.Name, claim.Name, err)
+			}
+		}
+		return false, nil
+	}
+	if !controllerutil.ContainsFinalizer(claim, infrav1.DataClaimFinalizer) {
+		return true, nil
+	}
+	patch := client.MergeFrom(claim.DeepCopy())
+	controllerutil.RemoveFinalizer(claim, infrav1.DataClaimFinalizer)
+	if err := m.Client.Patch(ctx, claim, patch); err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("release Metal3DataClaim %s: %w", claim.Name, err)
+	}
+	return true, nil
+}
+
+func (m *DataTemplateManager) ensureClaimFinalizer(ctx context.Context, claim *infrav1.Metal3DataClaim) error {
+	if controllerutil.ContainsFinalizer(claim, infrav1.DataClaimFinalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(claim.DeepCopy())
+	controllerutil.AddFinalizer(claim, infrav1.DataClaimFinalizer)
+	if err := m.Client.Patch(ctx, claim, patch); err != nil {
+		return fmt.Errorf("add finalizer to Metal3DataClaim %s: %w", claim.Name, err)
+	}
+	return nil
+}
+
+func (m *DataTemplateManager) setRenderedData(ctx context.Context, claim *infrav1.Metal3DataClaim, data *infrav1.Metal3Data) error {
+	ref := &corev1.ObjectReference{
+		APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Data",
+		Namespace: data.Namespace, Name: data.Name, UID: data.UID,
+	}
+	if current := claim.Status.RenderedData; current != nil && current.Name == ref.Name && current.UID == ref.UID {
+		return nil
+	}
+	patch := client.MergeFrom(claim.DeepCopy())
+	claim.Status.RenderedData = ref
+	if err := m.Client.Status().Patch(ctx, claim, patch); err != nil {
+		return fmt.Errorf("record Metal3Data %s on claim %s: %w", data.Name, claim.Name, err)
+	}
+	return nil
+}
+
+// DataRemaining counts the Metal3Data rendered from the template: while any
+// exist the template cannot go.
+func (m *DataTemplateManager) DataRemaining(ctx context.Context) (int, error) {
+	datas := &infrav1.Metal3DataList{}
+	if err := m.Client.List(ctx, datas, client.InNamespace(m.Template.Namespace)); err != nil {
+		return 0, fmt.Errorf("list Metal3Data: %w", err)
+	}
+	n := 0
+	for _, data := range datas.Items {
+		if data.Spec.Template.Name == m.Template.Name {
+			n++
+		}
+	}
+	return n, nil
+}

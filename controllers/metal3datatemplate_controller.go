@@ -1,0 +1,114 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/predicates"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+)
+
+// dataGoneRequeue is how often a deleting template or claim checks whether
+// its Metal3Data are gone (their deletion also triggers a reconcile).
+const dataGoneRequeue = 5 * time.Second
+
+// Metal3DataTemplateReconciler allocates indexes of Metal3DataTemplates to
+// their Metal3DataClaims, as Metal3Data.
+type Metal3DataTemplateReconciler struct {
+	Client client.Client
+	// APIReader lists Metal3Data uncached (see DataTemplateManager.Reader).
+	APIReader        client.Reader
+	WatchFilterValue string
+}
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datatemplates,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datatemplates/status;metal3datatemplates/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datas,verbs=get;list;watch;create;delete
+
+// SetupWithManager registers the controller.
+func (r *Metal3DataTemplateReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&infrav1.Metal3DataTemplate{}).
+		WithOptions(options).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue)).
+		Watches(&infrav1.Metal3DataClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []ctrl.Request {
+			claim, ok := obj.(*infrav1.Metal3DataClaim)
+			if !ok || claim.Spec.Template.Name == "" {
+				return nil
+			}
+			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: claim.Namespace, Name: claim.Spec.Template.Name}}}
+		})).
+		Watches(&infrav1.Metal3Data{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []ctrl.Request {
+			data, ok := obj.(*infrav1.Metal3Data)
+			if !ok || data.Spec.Template.Name == "" {
+				return nil
+			}
+			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: data.Namespace, Name: data.Spec.Template.Name}}}
+		})).
+		Complete(r)
+}
+
+// Reconcile allocates, releases and records the template's indexes.
+func (r *Metal3DataTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	template := &infrav1.Metal3DataTemplate{}
+	if err := r.Client.Get(ctx, req.NamespacedName, template); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	patchHelper, err := patch.NewHelper(template, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		if err := patchHelper.Patch(ctx, template, patch.WithOwnedConditions{Conditions: []string{
+			infrav1.ReadyCondition, infrav1.Metal3DataTemplateIndexesAllocatedCondition,
+		}}); err != nil && !apierrors.IsNotFound(err) {
+			reterr = err
+		}
+	}()
+	manager := &baremetal.DataTemplateManager{Client: r.Client, Reader: r.APIReader, Template: template}
+
+	if !template.DeletionTimestamp.IsZero() {
+		remaining, err := manager.DataRemaining(ctx)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if remaining > 0 {
+			setCondition(template, infrav1.ReadyCondition, metav1.ConditionFalse, infrav1.DeletingReason,
+				fmt.Sprintf("Waiting for %d Metal3Data rendered from this template to be deleted", remaining))
+			return ctrl.Result{RequeueAfter: dataGoneRequeue}, nil
+		}
+		controllerutil.RemoveFinalizer(template, infrav1.DataTemplateFinalizer)
+		return ctrl.Result{}, nil
+	}
+
+	controllerutil.AddFinalizer(template, infrav1.DataTemplateFinalizer)
+	releasing, err := manager.AllocateIndexes(ctx)
+	if err != nil {
+		setCondition(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition, metav1.ConditionFalse,
+			infrav1.Metal3DataTemplateAllocationFailedReason, err.Error())
+		conditions.Set(template, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse,
+			Reason: infrav1.Metal3DataTemplateAllocationFailedReason, Message: err.Error()})
+		return ctrl.Result{}, err
+	}
+	setCondition(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition, metav1.ConditionTrue,
+		infrav1.Metal3DataTemplateIndexesAllocatedReason, fmt.Sprintf("%d indexes allocated", len(template.Status.Indexes)))
+	setCondition(template, infrav1.ReadyCondition, metav1.ConditionTrue, infrav1.ReadyReason, "")
+	if releasing > 0 {
+		return ctrl.Result{RequeueAfter: dataGoneRequeue}, nil
+	}
+	return ctrl.Result{}, nil
+}
