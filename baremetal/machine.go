@@ -85,11 +85,9 @@ func (m *MachineManager) Associate(ctx context.Context) (*bmov1alpha1.BareMetalH
 	if err := m.Access.Client().List(ctx, hosts, client.InNamespace(m.Access.Namespace())); err != nil {
 		return nil, fmt.Errorf("list hosts in namespace %s: %w", m.Access.Namespace(), err)
 	}
-	for i := range hosts.Items {
-		if m.consumes(&hosts.Items[i]) {
-			m.recordAssociation(&hosts.Items[i])
-			return &hosts.Items[i], nil
-		}
+	if host := m.consumedAmong(hosts.Items); host != nil {
+		m.recordAssociation(host)
+		return host, nil
 	}
 	candidates, err := rankHosts(hosts.Items, m.M3Machine, m.failureDomain(), m.ReuseTemplate)
 	if err != nil {
@@ -115,6 +113,27 @@ func (m *MachineManager) Associate(ctx context.Context) (*bmov1alpha1.BareMetalH
 }
 
 var errLostRace = errors.New("host was claimed by someone else")
+
+// consumedAmong returns the host of hosts whose consumerRef is this machine.
+func (m *MachineManager) consumedAmong(hosts []bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
+	for i := range hosts {
+		if m.consumes(&hosts[i]) {
+			return &hosts[i]
+		}
+	}
+	return nil
+}
+
+// unrecordedHost finds a host claimed by this machine whose association was
+// not recorded on the machine (the claim succeeded, the annotation patch did
+// not happen yet or at all).
+func (m *MachineManager) unrecordedHost(ctx context.Context) (*bmov1alpha1.BareMetalHost, error) {
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	if err := m.Access.Reader().List(ctx, hosts, client.InNamespace(m.Access.Namespace())); err != nil {
+		return nil, fmt.Errorf("list hosts in namespace %s: %w", m.Access.Namespace(), err)
+	}
+	return m.consumedAmong(hosts.Items), nil
+}
 
 // claim writes the machine's Secrets next to host, then takes the host in
 // one update. A conflict is settled by reading the host from its API
@@ -360,8 +379,15 @@ func (m *MachineManager) Release(ctx context.Context) (bool, error) {
 	case err != nil:
 		return false, err
 	case host == nil:
-		// Never associated, but a claim may have written Secrets.
-		return true, nil
+		// Not recorded as associated; a claim may still have succeeded.
+		// Reading live: a stale cache would let the machine go and leave
+		// its host claimed forever.
+		if host, err = m.unrecordedHost(ctx); err != nil {
+			return false, err
+		}
+		if host == nil {
+			return true, nil
+		}
 	}
 	if host.Spec.Image != nil || host.Spec.CustomDeploy != nil || host.Spec.UserData != nil {
 		// Deprovision: the Bare Metal Operator cleans the host once it has

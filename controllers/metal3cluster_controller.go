@@ -102,7 +102,11 @@ func (r *Metal3ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 }
 
 func (r *Metal3ClusterReconciler) reconcileNormal(ctx context.Context, m3c *infrav1.Metal3Cluster) (ctrl.Result, error) {
-	controllerutil.AddFinalizer(m3c, infrav1.Metal3ClusterFinalizer)
+	// Persist the finalizer before protecting anything, so a deletion
+	// always runs reconcileDelete.
+	if controllerutil.AddFinalizer(m3c, infrav1.Metal3ClusterFinalizer) {
+		return ctrl.Result{}, nil
+	}
 	if err := r.protectIdentitySecret(ctx, m3c); err != nil {
 		return ctrl.Result{}, err
 	}

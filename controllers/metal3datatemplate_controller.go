@@ -95,7 +95,9 @@ func (r *Metal3DataTemplateReconciler) Reconcile(ctx context.Context, req ctrl.R
 		return ctrl.Result{}, nil
 	}
 
-	controllerutil.AddFinalizer(template, infrav1.DataTemplateFinalizer)
+	if controllerutil.AddFinalizer(template, infrav1.DataTemplateFinalizer) {
+		return ctrl.Result{}, nil
+	}
 	releasing, err := manager.AllocateIndexes(ctx)
 	if err != nil {
 		setCondition(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition, metav1.ConditionFalse,

@@ -30,7 +30,13 @@ const (
 
 func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, m *baremetal.MachineManager) (ctrl.Result, error) {
 	m3m := m.M3Machine
-	controllerutil.AddFinalizer(m3m, infrav1.Metal3MachineFinalizer)
+	// The finalizer is persisted before any host is touched: a machine
+	// deleted between a claim and the finalizer would leave its host
+	// claimed forever. The deferred patch saves it and its update event
+	// brings the next reconcile.
+	if controllerutil.AddFinalizer(m3m, infrav1.Metal3MachineFinalizer) {
+		return ctrl.Result{}, nil
+	}
 	if ref := m3m.Spec.IdentityRef; ref != nil {
 		if err := r.identitySecrets().Protect(ctx, m3m.Namespace, ref.Name); err != nil {
 			return ctrl.Result{}, err

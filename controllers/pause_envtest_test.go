@@ -91,3 +91,57 @@ func TestPauseAndTemplatePropagation(t *testing.T) {
 		g.Expect(hostOf(g, "worker-0").Spec.AutomatedCleaningMode).To(Equal(bmov1alpha1.CleaningModeDisabled))
 	}).WithTimeout(30*time.Second).Should(Succeed(), "automatedCleaningMode flows template → machines → hosts")
 }
+
+// TestNodeReuse: a machine of a template with nodeReuse leaves its host
+// labelled for the template, and the template's next machine takes that
+// host before any other available one.
+func TestNodeReuse(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := testScheme(t)
+	mgmt := testenv.Start(t, testenv.Options{
+		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
+		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
+	})
+	startControllers(t, mgmt, scheme)
+	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
+	cluster.create(t, mgmt.Client)
+	g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3MachineTemplate{
+		ObjectMeta: metav1ObjectMeta("tenant-a", "workers"),
+		Spec: infrav1.Metal3MachineTemplateSpec{NodeReuse: true, Template: infrav1.Metal3MachineTemplateResource{Spec: infrav1.Metal3MachineSpec{
+			Image: infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: "http://172.22.0.1/images/node.qcow2.sha256sum"},
+		}}},
+	})).To(Succeed())
+	fromTemplate := func(m *infrav1.Metal3Machine) {
+		m.Annotations = map[string]string{clusterv1.TemplateClonedFromNameAnnotation: "workers"}
+	}
+	availableHosts(t, mgmt.Client, "tenant-a", "host", 1)
+	first := cluster.machine(t, mgmt.Client, "worker-0", fromTemplate)
+	var used bmov1alpha1.BareMetalHost
+	g.Eventually(func(g Gomega) {
+		hosts := consumedHosts(g, mgmt.Client, "tenant-a")
+		g.Expect(hosts).To(HaveKey("tenant-a/worker-0"))
+		used = hosts["tenant-a/worker-0"]
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	setHostState(t, mgmt.Client, &used, bmov1alpha1.StateProvisioned)
+
+	// Scale down: the machine goes, the host is deprovisioned and kept.
+	g.Expect(mgmt.Client.Delete(ctx, first)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(&used), &used)).To(Succeed())
+		g.Expect(used.Spec.Image).To(BeNil())
+		g.Expect(used.Labels).To(HaveKeyWithValue("infrastructure.cluster.x-k8s.io/node-reuse", "workers"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	setHostState(t, mgmt.Client, &used, bmov1alpha1.StateAvailable)
+	g.Eventually(func(g Gomega) {
+		g.Expect(consumedHosts(g, mgmt.Client, "tenant-a")).To(BeEmpty())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	// Scale up with other hosts available: the kept host is taken first.
+	availableHosts(t, mgmt.Client, "tenant-a", "fresh", 3)
+	cluster.machine(t, mgmt.Client, "worker-1", fromTemplate)
+	g.Eventually(func(g Gomega) string {
+		return consumedHosts(g, mgmt.Client, "tenant-a")["tenant-a/worker-1"].Name
+	}).WithTimeout(30*time.Second).Should(Equal(used.Name), "the template's next machine reuses the host")
+}
