@@ -87,7 +87,8 @@ type AnnotationSource struct {
 // and apiGroup let it name a pool of any IPAM provider, not only Metal3's
 // IPPool.
 type IPPoolReference struct {
-	// apiGroup of the pool kind. Empty means the core group.
+	// apiGroup of the pool kind. Empty means ipam.metal3.io (the Metal3
+	// IP Address Manager): no core kind is an IP pool.
 	// +optional
 	APIGroup *string `json:"apiGroup,omitempty"`
 
@@ -392,7 +393,8 @@ type BondLink struct {
 	// +optional
 	BondLinks []string `json:"bondLinks,omitempty"`
 
-	// parameters are further bonding options (e.g. miimon), passed through
+	// parameters are further bonding options (e.g. bond_miimon: cloud-init
+	// reads keys starting with bond_), passed through
 	// to the network data unchanged.
 	// +optional
 	Parameters map[string]apiextensionsv1.JSON `json:"parameters,omitempty"`

@@ -1,0 +1,209 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package render
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// networksInput is an Input whose template has only the given IPv4 networks
+// and metadata, for small RequiredPools cases.
+func networksInput(md *infrav1.MetaData, nets ...infrav1.IPv4Network) Input {
+	in := fullInput()
+	in.Template = &infrav1.Metal3DataTemplateSpec{
+		MetaData:    md,
+		NetworkData: &infrav1.NetworkData{Networks: &infrav1.NetworkDataNetworks{IPv4: nets}},
+	}
+	return in
+}
+
+func TestRequiredPools(t *testing.T) {
+	annotation := &infrav1.AnnotationSource{Object: infrav1.DataSourceObjectMetal3Machine, Annotation: "example.com/pool"}
+	inClusterRef := &infrav1.IPPoolReference{APIGroup: ptr("ipam.cluster.x-k8s.io"), Kind: "InClusterIPPool", Name: "incluster4"}
+	tests := []struct {
+		name string
+		in   Input
+		want []PoolRef
+	}{
+		{
+			name: "full template, sorted by group, kind, name",
+			in:   fullInput(),
+			want: []PoolRef{incluster4, dnsPool, poolAnnot, pool4, pool6, pool6Annot},
+		},
+		{
+			name: "one pool named four ways is listed once",
+			in: networksInput(
+				&infrav1.MetaData{
+					IPAddressesFromIPPool: []infrav1.MetaDataFromIPPool{{Key: "a", APIGroup: "ipam.metal3.io", Kind: "IPPool", Name: "pool4"}},
+					// An empty group is Metal3's, as for fromPoolRef.
+					PrefixesFromIPPool: []infrav1.MetaDataFromIPPool{{Key: "b", Kind: "IPPool", Name: "pool4"}},
+				},
+				infrav1.IPv4Network{ID: "a", IPAddressFromIPPool: ptr("pool4")},
+				infrav1.IPv4Network{ID: "b", FromPoolRef: &infrav1.IPPoolReference{Kind: "IPPool", Name: "pool4"}},
+			),
+			want: []PoolRef{pool4},
+		},
+		{
+			name: "annotation wins over ref and name",
+			in: networksInput(nil, infrav1.IPv4Network{
+				ID: "a", FromPoolAnnotation: annotation, FromPoolRef: inClusterRef, IPAddressFromIPPool: ptr("pool4"),
+			}),
+			want: []PoolRef{poolAnnot},
+		},
+		{
+			name: "ref wins over name",
+			in: networksInput(nil, infrav1.IPv4Network{
+				ID: "a", FromPoolRef: inClusterRef, IPAddressFromIPPool: ptr("pool4"),
+			}),
+			want: []PoolRef{incluster4},
+		},
+		{
+			name: "gateway pool wins over string, a string gateway needs no pool",
+			in: networksInput(nil, infrav1.IPv4Network{
+				ID: "a", IPAddressFromIPPool: ptr("pool4"),
+				Routes: []infrav1.IPv4Route{
+					{Gateway: infrav1.IPv4RouteGateway{FromIPPool: ptr("pool6"), String: ptr(infrav1.IPv4Address("10.0.0.1"))}},
+					{Gateway: infrav1.IPv4RouteGateway{String: ptr(infrav1.IPv4Address("10.0.0.1"))}},
+					{Gateway: infrav1.IPv4RouteGateway{FromPoolAnnotation: annotation, FromPoolRef: inClusterRef}},
+				},
+			}),
+			want: []PoolRef{poolAnnot, pool4, pool6},
+		},
+		{
+			name: "no template sections",
+			in:   Input{Template: &infrav1.Metal3DataTemplateSpec{}},
+			want: []PoolRef{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := RequiredPools(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("pools differ (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRequiredPoolsErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(in *Input)
+		want   []string
+	}{
+		{"no template", func(in *Input) { in.Template = nil }, []string{"spec: Required value"}},
+		{
+			"annotation missing", func(in *Input) { delete(in.Metal3Machine.Annotations, "example.com/pool") },
+			[]string{
+				`spec.networkData.networks.ipv4[2].fromPoolAnnotation.annotation: Not found: "example.com/pool"`,
+				`metal3machine "m3m-0" has no such annotation`,
+				"spec.networkData.networks.ipv4DHCP[1].routes[0].gateway.fromPoolAnnotation.annotation",
+			},
+		},
+		{
+			"annotation empty", func(in *Input) { in.Host.Annotations["example.com/pool6"] = "" },
+			[]string{`spec.networkData.networks.ipv6[1].fromPoolAnnotation.annotation: Invalid value: "example.com/pool6"`},
+		},
+		{
+			"annotated object unknown", func(in *Input) { in.Host = nil },
+			[]string{`spec.networkData.networks.ipv6[1].fromPoolAnnotation.object: Not found: "baremetalhost"`},
+		},
+		{
+			"network names no pool", func(in *Input) { in.Template.NetworkData.Networks.IPv6[0].IPAddressFromIPPool = "" },
+			[]string{"spec.networkData.networks.ipv6[0]: Required value"},
+		},
+		{
+			"route gateway names nothing", func(in *Input) {
+				in.Template.NetworkData.Networks.IPv4[1].Routes[1].Gateway = infrav1.IPv4RouteGateway{}
+			},
+			[]string{"spec.networkData.networks.ipv4[1].routes[1].gateway: Required value: one of fromPoolAnnotation, fromPoolRef, fromIPPool or string"},
+		},
+		{
+			"pool ref without kind", func(in *Input) { in.Template.NetworkData.Networks.IPv4[1].FromPoolRef.Kind = "" },
+			[]string{"spec.networkData.networks.ipv4[1].fromPoolRef.kind: Required value"},
+		},
+		{
+			"pool ref without name", func(in *Input) {
+				in.Template.NetworkData.Networks.IPv6[1].Routes[0].Gateway.FromPoolRef.Name = ""
+			},
+			[]string{"spec.networkData.networks.ipv6[1].routes[0].gateway.fromPoolRef.name: Required value"},
+		},
+		{
+			"metadata pool without name", func(in *Input) { in.Template.MetaData.DNSServersFromIPPool[0].Name = "" },
+			[]string{"spec.metaData.dnsServersFromIPPool[0].name: Required value"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := fullInput()
+			tt.mutate(&in)
+			got, err := RequiredPools(in)
+			if err == nil {
+				t.Fatalf("no error; pools %v", got)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestRequiredPoolsMatchRendering checks that RequiredPools and rendering
+// agree: rendering needs every listed pool, and nothing else.
+func TestRequiredPoolsMatchRendering(t *testing.T) {
+	refs, err := RequiredPools(fullInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(in Input) error {
+		if _, err := MetaData(in); err != nil {
+			return err
+		}
+		_, err := NetworkData(in)
+		return err
+	}
+
+	in := fullInput()
+	only := map[PoolRef]PoolAddress{}
+	for _, ref := range refs {
+		only[ref] = in.Pools[ref]
+	}
+	in.Pools = only
+	if err := render(in); err != nil {
+		t.Fatalf("rendering with only the required pools: %v", err)
+	}
+
+	for _, ref := range refs {
+		in := fullInput()
+		delete(in.Pools, ref)
+		if err := render(in); err == nil {
+			t.Errorf("pool %s is listed as required, but rendering succeeds without it", ref)
+		} else if !strings.Contains(err.Error(), "no address has been allocated from pool "+ref.String()) {
+			t.Errorf("without pool %s: unexpected error %v", ref, err)
+		}
+	}
+}
