@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,7 +21,8 @@ import (
 )
 
 // newScheme knows every API the manager reads or writes: core Kubernetes,
-// CAPI core (v1beta2 contract), BareMetalHosts, Metal3 IPAM and our own kinds.
+// CAPI core (v1beta2 contract), BareMetalHosts, Metal3 IPAM, CAPI IPAM
+// and our own kinds.
 func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
@@ -28,6 +30,7 @@ func newScheme() (*runtime.Scheme, error) {
 		clusterv1.AddToScheme,
 		bmov1alpha1.AddToScheme,
 		ipamv1.AddToScheme,
+		capipamv1.AddToScheme,
 		infrav1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
@@ -61,6 +64,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 			"Metal3Machine":         opts.concurrency.metal3Machine,
 			"Metal3MachineTemplate": opts.concurrency.metal3MachineTemplate,
 			"Metal3DataTemplate":    opts.concurrency.metal3DataTemplate,
+			"Metal3Data":            opts.concurrency.metal3Data,
 		},
 	})
 	return err

@@ -98,5 +98,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	}).SetupWithManager(ctx, mgr, options("Metal3DataTemplate")); err != nil {
 		return nil, fmt.Errorf("set up Metal3DataTemplate controller: %w", err)
 	}
+	if err := (&Metal3DataReconciler{
+		Client: mgr.GetClient(), Identities: identities, WatchFilterValue: opts.WatchFilterValue,
+	}).SetupWithManager(ctx, mgr, options("Metal3Data")); err != nil {
+		return nil, fmt.Errorf("set up Metal3Data controller: %w", err)
+	}
 	return &Controllers{Identities: identities, WorkloadClusters: workloadClusters}, nil
 }

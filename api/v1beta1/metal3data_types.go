@@ -167,3 +167,12 @@ type Metal3DataList struct {
 func init() {
 	objectTypes = append(objectTypes, &Metal3Data{}, &Metal3DataList{})
 }
+
+// DataFinalizer keeps a Metal3Data until the Secrets it wrote next to the
+// BareMetalHost and the IP address claims it made are released.
+const DataFinalizer = "metal3data.infrastructure.cluster.x-k8s.io"
+
+// DataIdentityAnnotation records, on a Metal3Data, the identity through
+// which its Secrets were written next to the host (JSON), so they can be
+// deleted through it after the Metal3Machine is gone.
+const DataIdentityAnnotation = "infrastructure.cluster.x-k8s.io/data-identity"

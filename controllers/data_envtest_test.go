@@ -1,0 +1,252 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+)
+
+// dataTemplate asks for metadata and network data reading the host's NICs
+// and an address of the CAPI IPAM pool pool-a; hostInterface is the NIC the
+// metadata reads.
+func dataTemplate(name, hostInterface string) *infrav1.Metal3DataTemplate {
+	poolRef := &infrav1.IPPoolReference{APIGroup: ptrTo("ipam.cluster.x-k8s.io"), Kind: "InClusterIPPool", Name: "pool-a"}
+	return &infrav1.Metal3DataTemplate{
+		ObjectMeta: metav1ObjectMeta("tenant-a", name),
+		Spec: infrav1.Metal3DataTemplateSpec{
+			ClusterName: "cluster-a",
+			MetaData: &infrav1.MetaData{
+				Strings:            []infrav1.MetaDataString{{Key: "role", Value: "worker"}},
+				ObjectNames:        []infrav1.MetaDataObjectName{{Key: "machine", Object: infrav1.DataSourceObjectMachine}},
+				Indexes:            []infrav1.MetaDataIndex{{Key: "index", Prefix: "node-"}},
+				FromHostInterfaces: []infrav1.MetaDataFromHostInterface{{Key: "mac", Interface: hostInterface}},
+				IPAddressesFromIPPool: []infrav1.MetaDataFromIPPool{{
+					Key: "ip", APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "pool-a",
+				}},
+			},
+			NetworkData: &infrav1.NetworkData{
+				Links: &infrav1.NetworkDataLinks{Ethernets: []infrav1.EthernetLink{{
+					Type: infrav1.EthernetLinkTypePhy, ID: "eth0", MTU: 1500,
+					MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("eth0")},
+				}}},
+				Networks: &infrav1.NetworkDataNetworks{IPv4: []infrav1.IPv4Network{{
+					ID: "provisioning", Link: "eth0", FromPoolRef: poolRef,
+				}}},
+			},
+		},
+	}
+}
+
+// dataClaim creates a Metal3DataClaim owned by m3m, as the Metal3Machine
+// controller would.
+func dataClaim(t *testing.T, c client.Client, m3m *infrav1.Metal3Machine, name, template string) *infrav1.Metal3DataClaim {
+	t.Helper()
+	claim := &infrav1.Metal3DataClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: m3m.Namespace, Name: name,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Machine", Name: m3m.Name, UID: m3m.UID,
+			}},
+		},
+		Spec: infrav1.Metal3DataClaimSpec{Template: corev1.ObjectReference{Name: template}},
+	}
+	if err := c.Create(context.Background(), claim); err != nil {
+		t.Fatal(err)
+	}
+	return claim
+}
+
+// actAsIPAMProvider allocates an address to every IPAddressClaim of
+// namespace that has none, as a CAPI IPAM provider would.
+func actAsIPAMProvider(g Gomega, c client.Client, namespace string) {
+	ctx := context.Background()
+	claims := &capipamv1.IPAddressClaimList{}
+	g.Expect(c.List(ctx, claims, client.InNamespace(namespace))).To(Succeed())
+	for i := range claims.Items {
+		claim := &claims.Items[i]
+		if claim.Status.AddressRef.Name != "" || !claim.DeletionTimestamp.IsZero() {
+			continue
+		}
+		address := &capipamv1.IPAddress{
+			ObjectMeta: metav1ObjectMeta(namespace, claim.Name),
+			Spec: capipamv1.IPAddressSpec{
+				ClaimRef: capipamv1.IPAddressClaimReference{Name: claim.Name},
+				PoolRef:  claim.Spec.PoolRef,
+				Address:  "192.168.111.50", Prefix: ptrTo(int32(24)), Gateway: "192.168.111.1",
+			},
+		}
+		if err := c.Create(ctx, address); err != nil && !apierrors.IsAlreadyExists(err) {
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		claim.Status.AddressRef = capipamv1.IPAddressReference{Name: address.Name}
+		g.Expect(c.Status().Update(ctx, claim)).To(Succeed())
+	}
+}
+
+// giveHostNICs writes inspected NICs to the host's status.
+func giveHostNICs(t *testing.T, c client.Client, host *bmov1alpha1.BareMetalHost) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(host), host); err != nil {
+			return err
+		}
+		host.Status.HardwareDetails = &bmov1alpha1.HardwareDetails{
+			Hostname: host.Name,
+			NIC: []bmov1alpha1.NIC{
+				{Name: "eth0", MAC: host.Spec.BootMACAddress, IP: "192.168.111.20"},
+				{Name: "eth1", MAC: "00:5c:52:31:3b:01"},
+			},
+		}
+		return c.Status().Update(context.Background(), host)
+	}).Should(Succeed())
+}
+
+// TestDataRenderedNextToHost: a Metal3Data of a machine whose hosts are in
+// another cluster claims an address from a CAPI IPAM pool, renders and
+// writes its Secrets next to the host through the machine's identity, and
+// deletes them and its address claim when it goes; a template that cannot
+// be rendered says which field and writes nothing.
+func TestDataRenderedNextToHost(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := testScheme(t)
+	mgmt := testenv.Start(t, testenv.Options{
+		Scheme: scheme, CRDs: testenv.ProviderCRDs(t), CRDDirectoryPaths: []string{testenv.CAPICRDPath(t)},
+	})
+	pool := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+	startControllers(t, mgmt, scheme)
+
+	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+	pool.GrantInNamespace(t, "pool-a", "tenant-a", testenv.HostProviderRules()...)
+	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1ObjectMeta("tenant-a", "pool-a-kubeconfig"),
+		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, "tenant-a", "pool-a", "pool-a")},
+	})).To(Succeed())
+	availableHosts(t, pool.Client, "pool-a", "host", 2)
+	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-a-kubeconfig"}}
+	cluster.create(t, mgmt.Client)
+
+	hostOf := func(m3m *infrav1.Metal3Machine) *bmov1alpha1.BareMetalHost {
+		var host bmov1alpha1.BareMetalHost
+		g.Eventually(func(g Gomega) {
+			hosts := consumedHosts(g, pool.Client, "pool-a")
+			g.Expect(hosts).To(HaveKey("tenant-a/" + m3m.Name))
+			host = hosts["tenant-a/"+m3m.Name]
+		}).WithTimeout(30*time.Second).Should(Succeed(), "the machine claims a host")
+		giveHostNICs(t, pool.Client, &host)
+		return &host
+	}
+	// dataOf returns the Metal3Data of claim once the template created it.
+	dataOf := func(claim *infrav1.Metal3DataClaim) *infrav1.Metal3Data {
+		data := &infrav1.Metal3Data{}
+		g.Eventually(func(g Gomega) {
+			datas := &infrav1.Metal3DataList{}
+			g.Expect(mgmt.Client.List(ctx, datas, client.InNamespace("tenant-a"))).To(Succeed())
+			found := false
+			for i := range datas.Items {
+				if datas.Items[i].Spec.Claim.Name == claim.Name {
+					*data = datas.Items[i]
+					found = true
+				}
+			}
+			g.Expect(found).To(BeTrue())
+		}).WithTimeout(30*time.Second).Should(Succeed(), "the template creates the claim's Metal3Data")
+		return data
+	}
+	hostSecrets := func(g Gomega, c client.Client, namespace string, owner *infrav1.Metal3Data) []corev1.Secret {
+		secrets := &corev1.SecretList{}
+		g.Expect(c.List(ctx, secrets, client.InNamespace(namespace),
+			client.MatchingLabels{baremetal.OwnerUIDLabel: string(owner.UID)})).To(Succeed())
+		return secrets.Items
+	}
+
+	// Rendered: Secrets next to the host, through the identity.
+	g.Expect(mgmt.Client.Create(ctx, dataTemplate("workers", "eth1"))).To(Succeed())
+	worker := cluster.machine(t, mgmt.Client, "worker-0", nil)
+	host := hostOf(worker)
+	claim := dataClaim(t, mgmt.Client, worker, "worker-0", "workers")
+	data := dataOf(claim)
+	g.Eventually(func(g Gomega) {
+		actAsIPAMProvider(g, mgmt.Client, "tenant-a")
+		got := &infrav1.Metal3Data{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(data), got)).To(Succeed())
+		g.Expect(got.Status.Ready).To(BeTrue())
+		g.Expect(conditions.IsTrue(got, infrav1.Metal3DataSecretsRenderedCondition)).To(BeTrue())
+		g.Expect(got.Status.MetaData).To(HaveValue(HaveField("Namespace", "pool-a")))
+		g.Expect(got.Status.NetworkData).To(HaveValue(HaveField("Namespace", "pool-a")))
+		data = got
+	}).WithTimeout(30*time.Second).Should(Succeed(), "the data is rendered next to the host")
+	g.Expect(data.Namespace).To(Equal("tenant-a"), "the Metal3Data stays in the management namespace")
+	g.Expect(data.Finalizers).To(ContainElement(infrav1.DataFinalizer))
+
+	metaData := &corev1.Secret{}
+	g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: data.Status.MetaData.Name}, metaData)).To(Succeed())
+	networkData := &corev1.Secret{}
+	g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: data.Status.NetworkData.Name}, networkData)).To(Succeed())
+	for _, s := range []*corev1.Secret{metaData, networkData} {
+		g.Expect(s.Labels[baremetal.OwnerUIDLabel]).To(Equal(string(data.UID)))
+		g.Expect(s.OwnerReferences).To(ContainElement(HaveField("UID", host.UID)), "the Secret goes with its host")
+	}
+	md := string(metaData.Data["metaData"])
+	g.Expect(md).To(ContainSubstring("role: worker"))
+	g.Expect(md).To(ContainSubstring("machine: worker-0"))
+	g.Expect(md).To(ContainSubstring("index: node-0"))
+	g.Expect(md).To(ContainSubstring("00:5c:52:31:3b:01"))
+	g.Expect(md).To(ContainSubstring("192.168.111.50"))
+	nd := string(networkData.Data["networkData"])
+	g.Expect(nd).To(ContainSubstring(host.Spec.BootMACAddress))
+	g.Expect(nd).To(ContainSubstring("192.168.111.50"))
+	g.Expect(nd).To(ContainSubstring("255.255.255.0"))
+	g.Expect(hostSecrets(g, mgmt.Client, "tenant-a", data)).To(BeEmpty(), "nothing is written in the management namespace")
+
+	ipClaim := &capipamv1.IPAddressClaim{}
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: data.Name + "-pool-a"}, ipClaim)).To(Succeed())
+	g.Expect(ipClaim.OwnerReferences).To(ContainElement(HaveField("UID", data.UID)))
+	g.Expect(ipClaim.Spec.PoolRef).To(Equal(capipamv1.IPPoolReference{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "pool-a"}))
+
+	// Deleting the claim releases its data: Secrets and address claim go.
+	g.Expect(mgmt.Client.Delete(ctx, claim)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hostSecrets(g, pool.Client, "pool-a", data)).To(BeEmpty())
+		err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(ipClaim), &capipamv1.IPAddressClaim{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the IP address claim is released")
+		err = mgmt.Client.Get(ctx, client.ObjectKeyFromObject(data), &infrav1.Metal3Data{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Metal3Data is gone")
+	}).WithTimeout(30*time.Second).Should(Succeed(), "the Secrets next to the host are deleted with the data")
+
+	// Not renderable: the condition names the field; nothing is written.
+	g.Expect(mgmt.Client.Create(ctx, dataTemplate("broken", "eth9"))).To(Succeed())
+	other := cluster.machine(t, mgmt.Client, "worker-1", nil)
+	hostOf(other)
+	brokenClaim := dataClaim(t, mgmt.Client, other, "worker-1", "broken")
+	broken := dataOf(brokenClaim)
+	g.Eventually(func(g Gomega) {
+		actAsIPAMProvider(g, mgmt.Client, "tenant-a")
+		got := &infrav1.Metal3Data{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(broken), got)).To(Succeed())
+		cond := conditions.Get(got, infrav1.Metal3DataSecretsRenderedCondition)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Reason).To(Equal(infrav1.Metal3DataRenderingFailedReason))
+		g.Expect(cond.Message).To(ContainSubstring("spec.metaData.fromHostInterfaces[0]"))
+		g.Expect(got.Status.Ready).To(BeFalse())
+		gotClaim := &infrav1.Metal3DataClaim{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(brokenClaim), gotClaim)).To(Succeed())
+		g.Expect(ptrValue(gotClaim.Status.ErrorMessage)).To(ContainSubstring("spec.metaData.fromHostInterfaces[0]"))
+		broken = got
+	}).WithTimeout(30*time.Second).Should(Succeed(), "a rendering failure names the template field")
+	g.Expect(hostSecrets(g, pool.Client, "pool-a", broken)).To(BeEmpty(), "nothing is written next to the host")
+	g.Expect(broken.Status.MetaData).To(BeNil())
+}

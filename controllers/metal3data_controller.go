@@ -1,0 +1,359 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/predicates"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+)
+
+// dataWaitRequeue: a Metal3Data waiting for its host or its addresses looks
+// again on its own (host events are routed to Metal3Machines, not to data).
+const dataWaitRequeue = 10 * time.Second
+
+// Metal3DataReconciler renders Metal3Data into Secrets next to the host of
+// their machine, through the machine's identity.
+type Metal3DataReconciler struct {
+	Client           client.Client
+	Identities       *remote.Cache
+	WatchFilterValue string
+}
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datas,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datas/status;metal3datas/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datatemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipaddresses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=ipaddressclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=ipaddresses,verbs=get;list;watch
+
+// SetupWithManager registers the controller. IP claims are watched only for
+// the IPAM APIs the management cluster serves.
+func (r *Metal3DataReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&infrav1.Metal3Data{}).
+		WithOptions(options).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue))
+	for _, claim := range []struct {
+		obj client.Object
+		gvk schema.GroupVersionKind
+	}{
+		{&ipamv1.IPClaim{}, ipamv1.GroupVersion.WithKind("IPClaim")},
+		{&capipamv1.IPAddressClaim{}, capipamv1.GroupVersion.WithKind("IPAddressClaim")},
+	} {
+		served, err := servesKind(mgr, claim.gvk)
+		if err != nil {
+			return err
+		}
+		if served {
+			b = b.Watches(claim.obj, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &infrav1.Metal3Data{}))
+		}
+	}
+	return b.Complete(r)
+}
+
+func servesKind(mgr ctrl.Manager, gvk schema.GroupVersionKind) (bool, error) {
+	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("look up the %s API: %w", gvk.GroupKind(), err)
+	}
+}
+
+// dataMachine is what a Metal3Data renders for: its claim and that claim's
+// machine, cluster and identity.
+type dataMachine struct {
+	claim    *infrav1.Metal3DataClaim
+	m3m      *infrav1.Metal3Machine
+	machine  *clusterv1.Machine
+	identity remote.Identity
+}
+
+// recordedIdentity is DataIdentityAnnotation's value.
+type recordedIdentity struct {
+	SecretNamespace string `json:"secretNamespace,omitempty"`
+	SecretName      string `json:"secretName,omitempty"`
+	Context         string `json:"context,omitempty"`
+	ObjectNamespace string `json:"objectNamespace"`
+	Metal3Machine   string `json:"metal3Machine"`
+}
+
+// Reconcile renders one Metal3Data, or releases what it holds.
+func (r *Metal3DataReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	data := &infrav1.Metal3Data{}
+	if err := r.Client.Get(ctx, req.NamespacedName, data); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	patchHelper, err := patch.NewHelper(data, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		setDataReady(data)
+		if err := patchHelper.Patch(ctx, data, patch.WithOwnedConditions{Conditions: []string{
+			infrav1.ReadyCondition, infrav1.Metal3DataSecretsRenderedCondition,
+		}}); err != nil && !apierrors.IsNotFound(err) {
+			reterr = err
+		}
+	}()
+
+	if !data.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, data)
+	}
+	return r.reconcileNormal(ctx, data)
+}
+
+func (r *Metal3DataReconciler) reconcileNormal(ctx context.Context, data *infrav1.Metal3Data) (ctrl.Result, error) {
+	dm, waiting, err := r.findMachine(ctx, data)
+	if err != nil || waiting != "" {
+		if waiting != "" {
+			setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, infrav1.Metal3DataWaitingForHostReason, waiting)
+		}
+		return ctrl.Result{}, err
+	}
+	// Nothing is claimed or written before the finalizer is persisted.
+	if controllerutil.AddFinalizer(data, infrav1.DataFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	template := &infrav1.Metal3DataTemplate{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: data.Namespace, Name: data.Spec.Template.Name}, template); err != nil {
+		return ctrl.Result{}, fmt.Errorf("get Metal3DataTemplate %s/%s: %w", data.Namespace, data.Spec.Template.Name, err)
+	}
+	access, err := r.Identities.HostAccess(ctx, dm.m3m, dm.identity)
+	if err != nil {
+		return r.identityFailure(data, dm.identity, err), nil
+	}
+	if err := recordIdentity(data, dm); err != nil {
+		return ctrl.Result{}, err
+	}
+	manager := &baremetal.MachineManager{Client: r.Client, Access: access, Machine: dm.machine, M3Machine: dm.m3m}
+	host, err := manager.Host(ctx)
+	switch {
+	case err != nil && !errors.Is(err, baremetal.ErrHostNotFound):
+		return ctrl.Result{}, err
+	case err != nil || host == nil:
+		msg := "Waiting for the Metal3Machine to be associated with a host"
+		if err != nil {
+			msg = err.Error()
+		}
+		setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, infrav1.Metal3DataWaitingForHostReason, msg)
+		return ctrl.Result{RequeueAfter: dataWaitRequeue}, nil
+	}
+
+	dataManager := &baremetal.DataManager{
+		Client: r.Client, Access: access, Data: data, Template: template, Claim: dm.claim,
+		Metal3Machine: dm.m3m, Machine: dm.machine, Host: host,
+	}
+	err = dataManager.Reconcile(ctx)
+	if renderErr, ok := baremetal.AsRenderError(err); ok {
+		msg := renderErr.Error()
+		data.Status.Ready = false
+		data.Status.ErrorMessage = &msg
+		setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, infrav1.Metal3DataRenderingFailedReason, msg)
+		// Retrying does not help until the template or an object it reads
+		// changes; a slow requeue catches changes to objects not watched.
+		return ctrl.Result{RequeueAfter: time.Minute}, r.setClaimError(ctx, dm.claim, &msg)
+	}
+	if errors.Is(err, baremetal.ErrWaitingForAddress) {
+		setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, infrav1.Metal3DataWaitingForIPAddressReason, err.Error())
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionTrue, infrav1.Metal3DataSecretsRenderedReason,
+		fmt.Sprintf("Secrets written next to host %s/%s", host.Namespace, host.Name))
+	return ctrl.Result{}, r.setClaimError(ctx, dm.claim, nil)
+}
+
+func (r *Metal3DataReconciler) reconcileDelete(ctx context.Context, data *infrav1.Metal3Data) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(data, infrav1.DataFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	manager := &baremetal.DataManager{Client: r.Client, Data: data}
+	if manager.WroteHostSecrets() {
+		user, identity, gone, err := r.deletionIdentity(ctx, data)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		access, err := r.Identities.HostAccess(ctx, user, identity)
+		if err != nil {
+			// The Secrets next to the host can only be deleted through the
+			// identity: the finalizer stays until it is reachable.
+			return r.identityFailure(data, identity, err), nil
+		}
+		manager.Access = access
+		if err := manager.DeleteHostSecrets(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
+		if gone {
+			r.Identities.Release(user)
+		}
+	}
+	released, err := manager.ReleaseAddresses(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !released {
+		setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, infrav1.DeletingReason,
+			"Waiting for the IP address claims to be deleted")
+		return ctrl.Result{RequeueAfter: dataGoneRequeue}, nil
+	}
+	controllerutil.RemoveFinalizer(data, infrav1.DataFinalizer)
+	return ctrl.Result{}, nil
+}
+
+// deletionIdentity is the identity the Secrets were written through: the
+// machine's when it still exists, else the one recorded on the data. gone
+// says the machine is gone, so its use of the identity ends here.
+func (r *Metal3DataReconciler) deletionIdentity(ctx context.Context, data *infrav1.Metal3Data) (client.Object, remote.Identity, bool, error) {
+	dm, waiting, err := r.findMachine(ctx, data)
+	if err == nil && waiting == "" {
+		return dm.m3m, dm.identity, false, nil
+	}
+	var rec recordedIdentity
+	if err := json.Unmarshal([]byte(data.Annotations[infrav1.DataIdentityAnnotation]), &rec); err != nil {
+		return nil, remote.Identity{}, false, fmt.Errorf("the Metal3Machine of Metal3Data %s/%s is gone and the identity its Secrets were written through is not recorded (%s annotation): %w",
+			data.Namespace, data.Name, infrav1.DataIdentityAnnotation, err)
+	}
+	identity := remote.Identity{
+		Key:             remote.IdentityKey{SecretNamespace: rec.SecretNamespace, SecretName: rec.SecretName, Context: rec.Context},
+		ObjectNamespace: rec.ObjectNamespace,
+	}
+	user := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{Namespace: data.Namespace, Name: rec.Metal3Machine}}
+	return user, identity, true, nil
+}
+
+// findMachine follows the data's claim to its Metal3Machine, Machine and
+// Cluster and resolves the machine's identity. waiting, when not empty,
+// says which link is missing yet.
+func (r *Metal3DataReconciler) findMachine(ctx context.Context, data *infrav1.Metal3Data) (*dataMachine, string, error) {
+	claim := &infrav1.Metal3DataClaim{}
+	key := types.NamespacedName{Namespace: data.Namespace, Name: data.Spec.Claim.Name}
+	if err := r.Client.Get(ctx, key, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Sprintf("Metal3DataClaim %s not found", key), nil
+		}
+		return nil, "", fmt.Errorf("get Metal3DataClaim %s: %w", key, err)
+	}
+	m3mName := ""
+	for _, ref := range claim.OwnerReferences {
+		if ref.Kind == "Metal3Machine" {
+			m3mName = ref.Name
+		}
+	}
+	if m3mName == "" {
+		return nil, fmt.Sprintf("Metal3DataClaim %s has no owner Metal3Machine", key), nil
+	}
+	m3m := &infrav1.Metal3Machine{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: data.Namespace, Name: m3mName}, m3m); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Sprintf("Metal3Machine %s/%s not found", data.Namespace, m3mName), nil
+		}
+		return nil, "", fmt.Errorf("get Metal3Machine %s/%s: %w", data.Namespace, m3mName, err)
+	}
+	machine, err := util.GetOwnerMachine(ctx, r.Client, m3m.ObjectMeta)
+	if err != nil {
+		return nil, "", fmt.Errorf("get owner Machine of Metal3Machine %s/%s: %w", m3m.Namespace, m3m.Name, err)
+	}
+	if machine == nil {
+		return nil, fmt.Sprintf("Metal3Machine %s/%s has no owner Machine yet", m3m.Namespace, m3m.Name), nil
+	}
+	if _, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta); err != nil {
+		return nil, fmt.Sprintf("Waiting for the Cluster of Machine %s/%s: %v", machine.Namespace, machine.Name, err), nil
+	}
+	identity, err := remote.ResolveMachineIdentity(ctx, r.Client, m3m)
+	if err != nil {
+		return nil, fmt.Sprintf("Resolving the identity of Metal3Machine %s/%s: %v", m3m.Namespace, m3m.Name, err), nil
+	}
+	return &dataMachine{claim: claim, m3m: m3m, machine: machine, identity: identity}, "", nil
+}
+
+// recordIdentity notes on data the identity its Secrets are written
+// through, before any is written.
+func recordIdentity(data *infrav1.Metal3Data, dm *dataMachine) error {
+	value, err := json.Marshal(recordedIdentity{
+		SecretNamespace: dm.identity.Key.SecretNamespace, SecretName: dm.identity.Key.SecretName, Context: dm.identity.Key.Context,
+		ObjectNamespace: dm.identity.ObjectNamespace, Metal3Machine: dm.m3m.Name,
+	})
+	if err != nil {
+		return err
+	}
+	if data.Annotations == nil {
+		data.Annotations = map[string]string{}
+	}
+	data.Annotations[infrav1.DataIdentityAnnotation] = string(value)
+	return nil
+}
+
+// identityFailure reports an unusable identity and when to try again.
+func (r *Metal3DataReconciler) identityFailure(data *infrav1.Metal3Data, identity remote.Identity, err error) ctrl.Result {
+	reason := infrav1.IdentityUnreachableReason
+	if ie, ok := remote.AsIdentityError(err); ok {
+		reason = ie.Reason
+	}
+	setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, reason, err.Error())
+	return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(identity.Key)}
+}
+
+// setClaimError records the rendering failure (or its end) on the claim,
+// which its Metal3Machine reads.
+func (r *Metal3DataReconciler) setClaimError(ctx context.Context, claim *infrav1.Metal3DataClaim, msg *string) error {
+	if ptrValue(claim.Status.ErrorMessage) == ptrValue(msg) {
+		return nil
+	}
+	updated := claim.DeepCopy()
+	updated.Status.ErrorMessage = msg
+	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(claim)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("record error on Metal3DataClaim %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	return nil
+}
+
+// setDataReady mirrors SecretsRendered into Ready.
+func setDataReady(data *infrav1.Metal3Data) {
+	for _, c := range data.Status.Conditions {
+		if c.Type != infrav1.Metal3DataSecretsRenderedCondition {
+			continue
+		}
+		if c.Status == metav1.ConditionTrue {
+			setCondition(data, infrav1.ReadyCondition, metav1.ConditionTrue, infrav1.ReadyReason, "")
+			return
+		}
+		reason := c.Reason
+		if !data.DeletionTimestamp.IsZero() {
+			reason = infrav1.DeletingReason
+		}
+		setCondition(data, infrav1.ReadyCondition, metav1.ConditionFalse, reason, c.Message)
+		return
+	}
+	setCondition(data, infrav1.ReadyCondition, metav1.ConditionFalse, infrav1.NotReadyReason, "SecretsRendered is not yet reported")
+}
