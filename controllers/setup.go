@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -60,6 +61,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	options := func(kind string) controller.Options {
 		o := opts.Controller
 		o.MaxConcurrentReconciles = max(opts.Concurrency[kind], 1)
+		if o.UsePriorityQueue == nil {
+			// controller-runtime v0.24.1's priority queue can deadlock at
+			// shutdown: it blocks handing an item to a worker that already
+			// exited while holding the lock the last worker's Done needs, so
+			// the manager overruns its grace period (seen in our envtests).
+			// The classic rate-limited workqueue has no such window.
+			o.UsePriorityQueue = ptr.To(false)
+		}
 		return o
 	}
 
