@@ -123,10 +123,8 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := testScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: scheme, CRDs: testenv.ProviderCRDs(t), CRDDirectoryPaths: []string{testenv.CAPICRDPath(t)},
-	})
-	pool := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+	mgmt := managementCluster(t, scheme, noHosts)
+	pool := poolCluster(t, scheme)
 	startControllers(t, mgmt, scheme)
 
 	mgmt.GrantInNamespace(t, "tenant-a", "nobody")

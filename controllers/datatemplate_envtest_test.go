@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
 // TestDataTemplateIndexes: 30 claims created at once get 30 distinct
@@ -24,10 +23,7 @@ func TestDataTemplateIndexes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := testScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
-		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
-	})
+	mgmt := managementCluster(t, scheme, withHosts)
 	startControllers(t, mgmt, scheme)
 	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
 	template := &infrav1.Metal3DataTemplate{

@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -22,6 +24,31 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
+
+// Whether a management API server also serves BareMetalHosts (hosts next to
+// the machines, as upstream CAPM3) or only the provider's and CAPI's kinds.
+const (
+	withHosts = true
+	noHosts   = false
+)
+
+// managementCluster starts a management API server with the provider's CRDs
+// (as kustomize builds them) and CAPI's, and BareMetalHost CRDs if hosts.
+func managementCluster(t *testing.T, scheme *runtime.Scheme, hosts bool) *testenv.Env {
+	t.Helper()
+	crdPaths := []string{testenv.CAPICRDPath(t)}
+	if hosts {
+		crdPaths = append(crdPaths, testenv.BMOCRDPath(t))
+	}
+	return testenv.Start(t, testenv.Options{Scheme: scheme, CRDs: testenv.ProviderCRDs(t), CRDDirectoryPaths: crdPaths})
+}
+
+// poolCluster starts an API server holding BareMetalHosts only: a pool
+// reached through an identity.
+func poolCluster(t *testing.T, scheme *runtime.Scheme) *testenv.Env {
+	t.Helper()
+	return testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+}
 
 // startControllers runs a manager with the provider's controllers against
 // the management API server. namespaces, when given, limits the manager to
@@ -62,6 +89,7 @@ func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, n
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
+			_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
 			t.Errorf("manager: %v", err)
 		}
 		// CAPI's ClusterCache runs its caches outside the manager's
@@ -211,4 +239,18 @@ func consumedHosts(g Gomega, c client.Client, namespace string) map[string]bmov1
 
 func metav1ObjectMeta(namespace, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: namespace, Name: name}
+}
+
+// update changes obj as a person or another controller would: read it,
+// apply mutate, write it, and start over on a conflict with the provider's
+// own concurrent writes.
+func update(t *testing.T, c client.Client, obj client.Object, mutate func()) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate()
+		return c.Update(context.Background(), obj)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }

@@ -65,11 +65,8 @@ func TestIdentityOutageAndRecovery(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := testScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
-		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
-	})
-	pool := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+	mgmt := managementCluster(t, scheme, withHosts)
+	pool := poolCluster(t, scheme)
 	identities := startControllers(t, mgmt, scheme)
 	const ns = "tenant-a"
 
@@ -146,11 +143,8 @@ func TestMachineIdentityOverride(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := testScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
-		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
-	})
-	pool := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+	mgmt := managementCluster(t, scheme, withHosts)
+	pool := poolCluster(t, scheme)
 	startControllers(t, mgmt, scheme)
 	const ns = "tenant-b"
 	mgmt.GrantInNamespace(t, ns, "nobody")

@@ -27,10 +27,8 @@ func TestTenantsRaceForSharedPool(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := testScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: scheme, CRDs: testenv.ProviderCRDs(t), CRDDirectoryPaths: []string{testenv.CAPICRDPath(t)},
-	})
-	pool := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+	mgmt := managementCluster(t, scheme, noHosts)
+	pool := poolCluster(t, scheme)
 	const poolNamespace = "shared-pool"
 
 	tenants := []string{"tenant-a", "tenant-b"}
@@ -118,10 +116,7 @@ func TestAssociatedHostNeverReplaced(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := testScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
-		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
-	})
+	mgmt := managementCluster(t, scheme, withHosts)
 	startControllers(t, mgmt, scheme)
 	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
 	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
@@ -163,9 +158,7 @@ func TestIdentitySecretProtected(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := testScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: scheme, CRDs: testenv.ProviderCRDs(t), CRDDirectoryPaths: []string{testenv.CAPICRDPath(t)},
-	})
+	mgmt := managementCluster(t, scheme, noHosts)
 	startControllers(t, mgmt, scheme)
 	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
 	secret := &corev1.Secret{

@@ -23,20 +23,15 @@ func TestNodeProviderIDWithoutCloudProvider(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := testScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
-		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
-	})
+	mgmt := managementCluster(t, scheme, withHosts)
 	workload := testenv.Start(t, testenv.Options{Scheme: scheme})
 	startControllers(t, mgmt, scheme)
 	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
 
 	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
 	cluster.create(t, mgmt.Client)
-	m3c := &infrav1.Metal3Cluster{}
-	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "cluster-a"}, m3c)).To(Succeed())
-	m3c.Spec.CloudProviderEnabled = ptrTo(false)
-	g.Expect(mgmt.Client.Update(ctx, m3c)).To(Succeed())
+	m3c := &infrav1.Metal3Cluster{ObjectMeta: metav1ObjectMeta("tenant-a", "cluster-a")}
+	update(t, mgmt.Client, m3c, func() { m3c.Spec.CloudProviderEnabled = ptrTo(false) })
 	// The workload cluster's kubeconfig, where CAPI keeps it.
 	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "cluster-a-kubeconfig",

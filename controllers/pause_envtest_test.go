@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
 // TestPauseAndTemplatePropagation: pausing the Cluster pauses its hosts with
@@ -21,10 +20,7 @@ func TestPauseAndTemplatePropagation(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := testScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
-		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
-	})
+	mgmt := managementCluster(t, scheme, withHosts)
 	startControllers(t, mgmt, scheme)
 	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
 	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
@@ -55,14 +51,16 @@ func TestPauseAndTemplatePropagation(t *testing.T) {
 
 	// An operator pauses worker-1's host by hand.
 	operatorPaused := hostOf(g, "worker-1")
-	operatorPaused.Annotations = map[string]string{bmov1alpha1.PausedAnnotation: "maintenance"}
-	g.Expect(mgmt.Client.Update(ctx, &operatorPaused)).To(Succeed())
+	update(t, mgmt.Client, &operatorPaused, func() {
+		if operatorPaused.Annotations == nil {
+			operatorPaused.Annotations = map[string]string{}
+		}
+		operatorPaused.Annotations[bmov1alpha1.PausedAnnotation] = "maintenance"
+	})
 
 	setPaused := func(paused bool) {
-		c := &clusterv1.Cluster{}
-		g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "cluster-a"}, c)).To(Succeed())
-		c.Spec.Paused = &paused
-		g.Expect(mgmt.Client.Update(ctx, c)).To(Succeed())
+		c := &clusterv1.Cluster{ObjectMeta: metav1ObjectMeta("tenant-a", "cluster-a")}
+		update(t, mgmt.Client, c, func() { c.Spec.Paused = &paused })
 	}
 	setPaused(true)
 	g.Eventually(func(g Gomega) {
@@ -78,10 +76,8 @@ func TestPauseAndTemplatePropagation(t *testing.T) {
 		g.Expect(hostOf(g, "worker-1").Annotations).To(HaveKeyWithValue(bmov1alpha1.PausedAnnotation, "maintenance"))
 	}).WithTimeout(3*time.Second).Should(Succeed(), "an operator's pause stays")
 
-	template := &infrav1.Metal3MachineTemplate{}
-	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "workers"}, template)).To(Succeed())
-	template.Spec.Template.Spec.AutomatedCleaningMode = ptrTo("disabled")
-	g.Expect(mgmt.Client.Update(ctx, template)).To(Succeed())
+	template := &infrav1.Metal3MachineTemplate{ObjectMeta: metav1ObjectMeta("tenant-a", "workers")}
+	update(t, mgmt.Client, template, func() { template.Spec.Template.Spec.AutomatedCleaningMode = ptrTo("disabled") })
 	g.Eventually(func(g Gomega) {
 		for _, name := range workers {
 			m := &infrav1.Metal3Machine{}
@@ -99,10 +95,7 @@ func TestNodeReuse(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := testScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
-		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
-	})
+	mgmt := managementCluster(t, scheme, withHosts)
 	startControllers(t, mgmt, scheme)
 	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
 	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}

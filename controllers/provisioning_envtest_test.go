@@ -78,10 +78,7 @@ func provisionAndRelease(t *testing.T, mgmt client.Client, hostCluster client.Cl
 // TestProvisioningInCluster: the upstream CAPM3 flow, hosts next to the machines.
 func TestProvisioningInCluster(t *testing.T) {
 	scheme := testScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
-		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
-	})
+	mgmt := managementCluster(t, scheme, withHosts)
 	startControllers(t, mgmt, scheme)
 	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
 	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
@@ -98,11 +95,9 @@ func TestProvisioningThroughPools(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := testScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: scheme, CRDs: testenv.ProviderCRDs(t), CRDDirectoryPaths: []string{testenv.CAPICRDPath(t)},
-	})
-	poolEast := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
-	poolGPU := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+	mgmt := managementCluster(t, scheme, noHosts)
+	poolEast := poolCluster(t, scheme)
+	poolGPU := poolCluster(t, scheme)
 	startControllers(t, mgmt, scheme)
 
 	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
