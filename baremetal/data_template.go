@@ -3,6 +3,8 @@ package baremetal
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,6 +52,14 @@ func (m *DataTemplateManager) AllocateIndexes(ctx context.Context) (int, error) 
 		return 0, fmt.Errorf("list Metal3Data: %w", err)
 	}
 
+	// Oldest claims first, so indexes follow the order machines came in,
+	// whatever order the cache lists them in.
+	slices.SortStableFunc(claims.Items, func(a, b infrav1.Metal3DataClaim) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	used := map[int]bool{}
 	byClaim := map[string]*infrav1.Metal3Data{}
 	for i := range datas.Items {

@@ -1,11 +1,13 @@
 package baremetal
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +74,8 @@ func ensureHostSecret(ctx context.Context, access remote.HostAccess, host *bmov1
 		return nil, fmt.Errorf("get Secret %s: %w", name, err)
 	case secret.Labels[OwnerUIDLabel] != string(owner.GetUID()):
 		return nil, fmt.Errorf("%w: %s (owner %q)", ErrSecretOwnedByOther, name, secret.Annotations[OwnerAnnotation])
+	case sameData(secret.Data, data):
+		// Unchanged: rendering runs on every reconcile, writing would not.
 	default:
 		secret.Data = data
 		if err := access.Client().Update(ctx, secret); err != nil {
@@ -101,4 +105,8 @@ func deleteHostSecret(ctx context.Context, access remote.HostAccess, namespace s
 		return fmt.Errorf("delete Secret %s: %w", name, err)
 	}
 	return nil
+}
+
+func sameData(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
 }

@@ -136,19 +136,23 @@ func (m *MachineManager) unrecordedHost(ctx context.Context) (*bmov1alpha1.BareM
 }
 
 // claim writes the machine's Secrets next to host, then takes the host in
-// one update. A conflict is settled by reading the host from its API
+// one update (for a machine with a dataTemplate: only takes it). A conflict is settled by reading the host from its API
 // server: it is ours only if its consumerRef says so.
 func (m *MachineManager) claim(ctx context.Context, candidate *bmov1alpha1.BareMetalHost) (*bmov1alpha1.BareMetalHost, error) {
 	host := candidate.DeepCopy()
-	refs, err := m.writeHostSecrets(ctx, host)
-	if err != nil {
-		return nil, err
+	// A machine with a dataTemplate only takes the host here; it is given
+	// what to provision once its data is rendered (see Provision).
+	if !m.UsesDataTemplate() {
+		refs, err := m.writeHostSecrets(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		m.setProvisioningSpec(host, refs)
 	}
 	host.Spec.ConsumerRef = &corev1.ObjectReference{
 		APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Machine",
 		Namespace: m.M3Machine.Namespace, Name: m.M3Machine.Name, UID: m.M3Machine.UID,
 	}
-	m.setProvisioningSpec(host, refs)
 	if host.Labels == nil {
 		host.Labels = map[string]string{}
 	}
@@ -300,6 +304,7 @@ func (m *MachineManager) SyncHost(ctx context.Context, host *bmov1alpha1.BareMet
 	if err := m.patchHost(ctx, host, updated); err != nil {
 		return false, err
 	}
+	m.recordAssociation(host)
 	if host.Status.Provisioning.State != bmov1alpha1.StateProvisioned {
 		return false, nil
 	}

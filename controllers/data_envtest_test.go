@@ -19,13 +19,22 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
+// ipPool names an IP pool of the template's namespace.
+type ipPool struct{ apiGroup, kind, name string }
+
+var (
+	// capiPool is a pool of CAPI's IPAM contract (the in-cluster provider).
+	capiPool = ipPool{apiGroup: "ipam.cluster.x-k8s.io", kind: "InClusterIPPool", name: "pool-a"}
+	// metal3Pool is a pool of the Metal3 IP Address Manager.
+	metal3Pool = ipPool{apiGroup: "ipam.metal3.io", kind: "IPPool", name: "pool-a"}
+)
+
 // dataTemplate asks for metadata and network data reading the host's NICs
-// and an address of the CAPI IPAM pool pool-a; hostInterface is the NIC the
-// metadata reads.
-func dataTemplate(name, hostInterface string) *infrav1.Metal3DataTemplate {
-	poolRef := &infrav1.IPPoolReference{APIGroup: ptrTo("ipam.cluster.x-k8s.io"), Kind: "InClusterIPPool", Name: "pool-a"}
+// and an address of pool; hostInterface is the NIC the metadata reads.
+func dataTemplate(namespace, name, hostInterface string, pool ipPool) *infrav1.Metal3DataTemplate {
+	poolRef := &infrav1.IPPoolReference{APIGroup: ptrTo(pool.apiGroup), Kind: pool.kind, Name: pool.name}
 	return &infrav1.Metal3DataTemplate{
-		ObjectMeta: metav1ObjectMeta("tenant-a", name),
+		ObjectMeta: metav1ObjectMeta(namespace, name),
 		Spec: infrav1.Metal3DataTemplateSpec{
 			ClusterName: "cluster-a",
 			MetaData: &infrav1.MetaData{
@@ -34,7 +43,7 @@ func dataTemplate(name, hostInterface string) *infrav1.Metal3DataTemplate {
 				Indexes:            []infrav1.MetaDataIndex{{Key: "index", Prefix: "node-"}},
 				FromHostInterfaces: []infrav1.MetaDataFromHostInterface{{Key: "mac", Interface: hostInterface}},
 				IPAddressesFromIPPool: []infrav1.MetaDataFromIPPool{{
-					Key: "ip", APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "pool-a",
+					Key: "ip", APIGroup: pool.apiGroup, Kind: pool.kind, Name: pool.name,
 				}},
 			},
 			NetworkData: &infrav1.NetworkData{
@@ -172,7 +181,7 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	}
 
 	// Rendered: Secrets next to the host, through the identity.
-	g.Expect(mgmt.Client.Create(ctx, dataTemplate("workers", "eth1"))).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, dataTemplate("tenant-a", "workers", "eth1", capiPool))).To(Succeed())
 	worker := cluster.machine(t, mgmt.Client, "worker-0", nil)
 	host := hostOf(worker)
 	claim := dataClaim(t, mgmt.Client, worker, "worker-0", "workers")
@@ -226,7 +235,7 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	}).WithTimeout(30*time.Second).Should(Succeed(), "the Secrets next to the host are deleted with the data")
 
 	// Not renderable: the condition names the field; nothing is written.
-	g.Expect(mgmt.Client.Create(ctx, dataTemplate("broken", "eth9"))).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, dataTemplate("tenant-a", "broken", "eth9", capiPool))).To(Succeed())
 	other := cluster.machine(t, mgmt.Client, "worker-1", nil)
 	hostOf(other)
 	brokenClaim := dataClaim(t, mgmt.Client, other, "worker-1", "broken")

@@ -106,3 +106,69 @@ func TestDataTemplateIndexes(t *testing.T) {
 		return mgmt.Client.Get(ctx, client.ObjectKeyFromObject(template), &infrav1.Metal3DataTemplate{})
 	}).WithTimeout(3*time.Second).Should(Succeed(), "a template with data is not deleted")
 }
+
+// TestDataTemplateIndexesStableAcrossRestartsAndRevisions: indexes survive
+// a provider restart (they live in the Metal3Data, not in memory), a claim
+// created while the provider was down gets the lowest free index, and a new
+// revision of a template sharing its templateReference allocates from the
+// same index space, so machines rolled onto it never reuse a live index.
+func TestDataTemplateIndexesStableAcrossRestartsAndRevisions(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := testScheme(t)
+	mgmt := managementCluster(t, scheme, noHosts)
+	_, stop := startStoppableControllers(t, mgmt, scheme)
+	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+
+	for _, name := range []string{"workers-v1", "workers-v2"} {
+		g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3DataTemplate{
+			ObjectMeta: metav1ObjectMeta("tenant-a", name),
+			Spec:       infrav1.Metal3DataTemplateSpec{ClusterName: "cluster-a", TemplateReference: "workers"},
+		})).To(Succeed())
+	}
+	claim := func(name, template string) {
+		t.Helper()
+		g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3DataClaim{
+			ObjectMeta: metav1ObjectMeta("tenant-a", name),
+			Spec:       infrav1.Metal3DataClaimSpec{Template: corev1.ObjectReference{Name: template}},
+		})).To(Succeed())
+	}
+	// dataOf maps claim names to the Metal3Data name and index they hold.
+	dataOf := func(g Gomega) map[string]string {
+		datas := &infrav1.Metal3DataList{}
+		g.Expect(mgmt.Client.List(ctx, datas, client.InNamespace("tenant-a"))).To(Succeed())
+		out := map[string]string{}
+		for _, d := range datas.Items {
+			if d.DeletionTimestamp.IsZero() {
+				out[d.Spec.Claim.Name] = fmt.Sprintf("%s/%d", d.Name, d.Spec.Index)
+			}
+		}
+		return out
+	}
+
+	for i := range 4 {
+		claim(fmt.Sprintf("a-%d", i), "workers-v1")
+	}
+	g.Eventually(dataOf).WithTimeout(30 * time.Second).Should(Equal(map[string]string{
+		"a-0": "workers-v1-0/0", "a-1": "workers-v1-1/1", "a-2": "workers-v1-2/2", "a-3": "workers-v1-3/3",
+	}))
+	g.Expect(mgmt.Client.Delete(ctx, &infrav1.Metal3DataClaim{ObjectMeta: metav1ObjectMeta("tenant-a", "a-1")})).To(Succeed())
+	g.Eventually(dataOf).WithTimeout(30 * time.Second).Should(HaveLen(3))
+
+	// Down: a claim arrives. Up again: it gets the freed index, the others
+	// keep theirs.
+	stop()
+	claim("a-4", "workers-v1")
+	startControllers(t, mgmt, scheme)
+	want := map[string]string{
+		"a-0": "workers-v1-0/0", "a-2": "workers-v1-2/2", "a-3": "workers-v1-3/3", "a-4": "workers-v1-1/1",
+	}
+	g.Eventually(dataOf).WithTimeout(30 * time.Second).Should(Equal(want))
+
+	// A revision sharing the templateReference continues the index space.
+	claim("b-0", "workers-v2")
+	claim("b-1", "workers-v2")
+	want["b-0"], want["b-1"] = "workers-v2-4/4", "workers-v2-5/5"
+	g.Eventually(dataOf).WithTimeout(30 * time.Second).Should(Equal(want))
+	g.Consistently(dataOf).WithTimeout(2 * time.Second).Should(Equal(want), "indexes stay put")
+}

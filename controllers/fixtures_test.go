@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +56,14 @@ func poolCluster(t *testing.T, scheme *runtime.Scheme) *testenv.Env {
 // them, as --namespace does: two such managers are two independent providers.
 func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, namespaces ...string) *remote.Cache {
 	t.Helper()
+	identities, _ := startStoppableControllers(t, mgmt, scheme, namespaces...)
+	return identities
+}
+
+// startStoppableControllers is startControllers with a function stopping
+// the manager before the test ends, as a provider restart would.
+func startStoppableControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, namespaces ...string) (*remote.Cache, func()) {
+	t.Helper()
 	cacheOptions := cache.Options{}
 	if len(namespaces) > 0 {
 		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
@@ -86,20 +95,24 @@ func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, n
 	identities, workloadClusters := started.Identities, started.WorkloadClusters
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
-			t.Errorf("manager: %v", err)
-		}
-		// CAPI's ClusterCache runs its caches outside the manager's
-		// lifetime (a process exit ends them); a test must stop them, or
-		// their watches keep the workload API server from shutting down.
-		if s, ok := workloadClusters.(interface{ Shutdown() }); ok {
-			s.Shutdown()
-		}
-	})
-	return identities
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+				t.Errorf("manager: %v", err)
+			}
+			// CAPI's ClusterCache runs its caches outside the manager's
+			// lifetime (a process exit ends them); a test must stop them, or
+			// their watches keep the workload API server from shutting down.
+			if s, ok := workloadClusters.(interface{ Shutdown() }); ok {
+				s.Shutdown()
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return identities, stop
 }
 
 // workloadCluster creates what CAPI would for a cluster with one machine

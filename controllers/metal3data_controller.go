@@ -8,6 +8,7 @@ import (
 	"time"
 
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,13 +17,16 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
@@ -57,7 +61,11 @@ func (r *Metal3DataReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Ma
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.Metal3Data{}).
 		WithOptions(options).
-		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue))
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue)).
+		// A machine's association (its host annotation) and the labels and
+		// annotations templates read come with Metal3Machine changes.
+		Watches(&infrav1.Metal3Machine{}, handler.EnqueueRequestsFromMapFunc(r.metal3MachineToData),
+			builder.WithPredicates(predicate.Or(predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{})))
 	for _, claim := range []struct {
 		obj client.Object
 		gvk schema.GroupVersionKind
@@ -74,6 +82,25 @@ func (r *Metal3DataReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Ma
 		}
 	}
 	return b.Complete(r)
+}
+
+// metal3MachineToData maps a Metal3Machine to the Metal3Data of its claim,
+// which is named after the machine.
+func (r *Metal3DataReconciler) metal3MachineToData(ctx context.Context, obj client.Object) []ctrl.Request {
+	if obj.GetAnnotations()[infrav1.HostAnnotation] == "" {
+		return nil
+	}
+	datas := &infrav1.Metal3DataList{}
+	if err := r.Client.List(ctx, datas, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var requests []ctrl.Request
+	for _, data := range datas.Items {
+		if data.Spec.Claim.Name == obj.GetName() {
+			requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&data)})
+		}
+	}
+	return requests
 }
 
 func servesKind(mgr ctrl.Manager, gvk schema.GroupVersionKind) (bool, error) {
@@ -143,6 +170,17 @@ func (r *Metal3DataReconciler) reconcileNormal(ctx context.Context, data *infrav
 	if controllerutil.AddFinalizer(data, infrav1.DataFinalizer) {
 		return ctrl.Result{}, nil
 	}
+	result, err := r.render(ctx, data, dm)
+	if err != nil {
+		return result, err
+	}
+	return result, r.reportToClaim(ctx, dm.claim, data)
+}
+
+// render claims the data's addresses, renders it and writes its Secrets
+// next to the machine's host; the SecretsRendered condition says how far
+// it got.
+func (r *Metal3DataReconciler) render(ctx context.Context, data *infrav1.Metal3Data, dm *dataMachine) (ctrl.Result, error) {
 	template := &infrav1.Metal3DataTemplate{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: data.Namespace, Name: data.Spec.Template.Name}, template); err != nil {
 		return ctrl.Result{}, fmt.Errorf("get Metal3DataTemplate %s/%s: %w", data.Namespace, data.Spec.Template.Name, err)
@@ -180,7 +218,7 @@ func (r *Metal3DataReconciler) reconcileNormal(ctx context.Context, data *infrav
 		setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, infrav1.Metal3DataRenderingFailedReason, msg)
 		// Retrying does not help until the template or an object it reads
 		// changes; a slow requeue catches changes to objects not watched.
-		return ctrl.Result{RequeueAfter: time.Minute}, r.setClaimError(ctx, dm.claim, &msg)
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
 	if errors.Is(err, baremetal.ErrWaitingForAddress) {
 		setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, infrav1.Metal3DataWaitingForIPAddressReason, err.Error())
@@ -191,7 +229,7 @@ func (r *Metal3DataReconciler) reconcileNormal(ctx context.Context, data *infrav
 	}
 	setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionTrue, infrav1.Metal3DataSecretsRenderedReason,
 		fmt.Sprintf("Secrets written next to host %s/%s", host.Namespace, host.Name))
-	return ctrl.Result{}, r.setClaimError(ctx, dm.claim, nil)
+	return ctrl.Result{}, nil
 }
 
 func (r *Metal3DataReconciler) reconcileDelete(ctx context.Context, data *infrav1.Metal3Data) (ctrl.Result, error) {
@@ -324,16 +362,35 @@ func (r *Metal3DataReconciler) identityFailure(data *infrav1.Metal3Data, identit
 	return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(identity.Key)}
 }
 
-// setClaimError records the rendering failure (or its end) on the claim,
-// which its Metal3Machine reads.
-func (r *Metal3DataReconciler) setClaimError(ctx context.Context, claim *infrav1.Metal3DataClaim, msg *string) error {
-	if ptrValue(claim.Status.ErrorMessage) == ptrValue(msg) {
+// reportToClaim mirrors the data's progress onto its claim, which the
+// claim's Metal3Machine and its users read: errorMessage and the DataReady
+// and Ready conditions.
+func (r *Metal3DataReconciler) reportToClaim(ctx context.Context, claim *infrav1.Metal3DataClaim, data *infrav1.Metal3Data) error {
+	updated := claim.DeepCopy()
+	updated.Status.ErrorMessage = data.Status.ErrorMessage
+	rendered := conditions.Get(data, infrav1.Metal3DataSecretsRenderedCondition)
+	switch {
+	case rendered != nil && rendered.Status == metav1.ConditionTrue:
+		setCondition(updated, infrav1.Metal3DataClaimDataReadyCondition, metav1.ConditionTrue, infrav1.Metal3DataClaimDataReadyReason,
+			fmt.Sprintf("Metal3Data %s: %s", data.Name, rendered.Message))
+		setCondition(updated, infrav1.ReadyCondition, metav1.ConditionTrue, infrav1.ReadyReason, "")
+	default:
+		reason, message := infrav1.Metal3DataClaimWaitingForDataReason, "not rendered yet"
+		if rendered != nil {
+			message = rendered.Message
+		}
+		if data.Status.ErrorMessage != nil {
+			reason = infrav1.Metal3DataClaimDataFailedReason
+		}
+		message = fmt.Sprintf("Metal3Data %s: %s", data.Name, message)
+		setCondition(updated, infrav1.Metal3DataClaimDataReadyCondition, metav1.ConditionFalse, reason, message)
+		setCondition(updated, infrav1.ReadyCondition, metav1.ConditionFalse, reason, message)
+	}
+	if equality.Semantic.DeepEqual(claim.Status, updated.Status) {
 		return nil
 	}
-	updated := claim.DeepCopy()
-	updated.Status.ErrorMessage = msg
 	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(claim)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("record error on Metal3DataClaim %s/%s: %w", claim.Namespace, claim.Name, err)
+		return fmt.Errorf("report on Metal3DataClaim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
@@ -40,6 +41,8 @@ type Metal3MachineReconciler struct {
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3machinetemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datas;metal3datatemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectaccessreviews,verbs=create
 
@@ -63,6 +66,10 @@ func (r *Metal3MachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("Metal3Machine")))).
 		// Bootstrap data appearing: metadata only, Secrets' data is never cached.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bootstrapSecretToMetal3Machines)).
+		// A machine with a dataTemplate waits for its claim and Metal3Data.
+		Watches(&infrav1.Metal3DataClaim{},
+			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &infrav1.Metal3Machine{}, handler.OnlyControllerOwner())).
+		Watches(&infrav1.Metal3Data{}, handler.EnqueueRequestsFromMapFunc(r.dataToMetal3Machine)).
 		WatchesRawSource(r.Identities.Source("Metal3Machine"))
 	served, err := servesBareMetalHosts(mgr)
 	if err != nil {
@@ -96,6 +103,24 @@ func (r *Metal3MachineReconciler) bootstrapSecretToMetal3Machines(ctx context.Co
 		}
 	}
 	return requests
+}
+
+// dataToMetal3Machine maps a Metal3Data to the Metal3Machine controlling
+// its claim.
+func (r *Metal3MachineReconciler) dataToMetal3Machine(ctx context.Context, obj client.Object) []ctrl.Request {
+	data, ok := obj.(*infrav1.Metal3Data)
+	if !ok || data.Spec.Claim.Name == "" {
+		return nil
+	}
+	claim := &infrav1.Metal3DataClaim{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: data.Namespace, Name: data.Spec.Claim.Name}, claim); err != nil {
+		return nil
+	}
+	owner := metav1.GetControllerOf(claim)
+	if owner == nil || owner.Kind != "Metal3Machine" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: claim.Namespace, Name: owner.Name}}}
 }
 
 // servesBareMetalHosts reports whether the management cluster has the
@@ -160,7 +185,8 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	defer func() {
 		setMachineReady(m3m)
 		if err := patchHelper.Patch(ctx, m3m, patch.WithOwnedConditions{Conditions: []string{
-			infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition, infrav1.HostProvisionedCondition,
+			infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition, infrav1.DataReadyCondition,
+			infrav1.HostProvisionedCondition,
 		}}); err != nil && !apierrors.IsNotFound(err) {
 			reterr = err
 		}

@@ -77,6 +77,12 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, m *bareme
 	setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionTrue, infrav1.AssociatedReason,
 		fmt.Sprintf("Host %s/%s", host.Namespace, host.Name))
 
+	if m.UsesDataTemplate() {
+		if result, ready, err := r.reconcileData(ctx, m, host); !ready || err != nil {
+			return result, err
+		}
+	}
+
 	provisioned, err := m.SyncHost(ctx, host)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -96,6 +102,48 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, m *bareme
 	return ctrl.Result{RequeueAfter: hostProgressRequeue}, nil
 }
 
+// reconcileData claims the machine's data and, once it is rendered next to
+// host, gives the host what to provision. ready is false while the host
+// cannot be provisioned yet; the conditions say why. A host that is already
+// provisioning carries on whatever happens to its data later.
+func (r *Metal3MachineReconciler) reconcileData(ctx context.Context, m *baremetal.MachineManager, host *bmov1alpha1.BareMetalHost) (ctrl.Result, bool, error) {
+	m3m := m.M3Machine
+	started := baremetal.ProvisioningStarted(host)
+	notReady := func(reason string, err error, result ctrl.Result) (ctrl.Result, bool, error) {
+		setCondition(m3m, infrav1.DataReadyCondition, metav1.ConditionFalse, reason, err.Error())
+		if !started {
+			setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.WaitingForDataReason,
+				fmt.Sprintf("Host %s/%s waits for the machine's metadata and network data", host.Namespace, host.Name))
+		}
+		return result, started, nil
+	}
+	claim, err := m.EnsureDataClaim(ctx)
+	switch {
+	case errors.Is(err, baremetal.ErrDataTemplateNotFound):
+		return notReady(infrav1.Metal3DataClaimTemplateNotFoundReason, err, ctrl.Result{RequeueAfter: noHostRequeue})
+	case err != nil:
+		return ctrl.Result{}, false, err
+	}
+	data, err := m.RenderedData(ctx, claim, host)
+	switch {
+	case errors.Is(err, baremetal.ErrDataFailed):
+		return notReady(infrav1.Metal3DataClaimDataFailedReason, err, ctrl.Result{})
+	case errors.Is(err, baremetal.ErrDataNotReady):
+		// The claim and its Metal3Data are watched: their progress wakes us.
+		return notReady(infrav1.Metal3DataClaimWaitingForDataReason, err, ctrl.Result{})
+	case err != nil:
+		return ctrl.Result{}, false, err
+	}
+	setCondition(m3m, infrav1.DataReadyCondition, metav1.ConditionTrue, infrav1.Metal3DataClaimDataReadyReason,
+		fmt.Sprintf("Metal3Data %s rendered next to host %s/%s", data.Name, host.Namespace, host.Name))
+	if !started {
+		if err := m.Provision(ctx, host, data); err != nil {
+			return ctrl.Result{}, false, err
+		}
+	}
+	return ctrl.Result{}, true, nil
+}
+
 func (r *Metal3MachineReconciler) reconcileDelete(ctx context.Context, m *baremetal.MachineManager) (ctrl.Result, error) {
 	done, err := m.Release(ctx)
 	if err != nil {
@@ -105,6 +153,17 @@ func (r *Metal3MachineReconciler) reconcileDelete(ctx context.Context, m *bareme
 		setCondition(m.M3Machine, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.DeprovisioningReason,
 			"Deprovisioning the host before releasing it")
 		return ctrl.Result{RequeueAfter: hostProgressRequeue}, nil
+	}
+	// The data's Secrets next to the host go through this machine's
+	// identity, which stays protected until they are gone.
+	released, err := m.ReleaseDataClaim(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !released {
+		setCondition(m.M3Machine, infrav1.DataReadyCondition, metav1.ConditionFalse, infrav1.DeletingReason,
+			"Waiting for the Metal3DataClaim, its Metal3Data and the Secrets next to the host to be deleted")
+		return ctrl.Result{RequeueAfter: dataGoneRequeue}, nil
 	}
 	if ref := m.M3Machine.Spec.IdentityRef; ref != nil {
 		if err := r.identitySecrets().Release(ctx, m.M3Machine.Namespace, ref.Name, m.M3Machine); err != nil {
@@ -186,9 +245,9 @@ func isIdentityError(err error) bool {
 // setMachineReady summarises the machine: Ready once its host is provisioned
 // and its identity usable; otherwise the first unmet condition says why.
 func setMachineReady(m3m *infrav1.Metal3Machine) {
-	for _, condType := range []string{infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition, infrav1.HostProvisionedCondition} {
+	for _, condType := range []string{infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition, infrav1.DataReadyCondition, infrav1.HostProvisionedCondition} {
 		cond := conditions.Get(m3m, condType)
-		if cond == nil && condType == infrav1.IdentityReadyCondition {
+		if cond == nil && (condType == infrav1.IdentityReadyCondition || condType == infrav1.DataReadyCondition) {
 			continue
 		}
 		if cond == nil || cond.Status != metav1.ConditionTrue {

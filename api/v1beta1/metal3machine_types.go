@@ -238,6 +238,9 @@ const (
 	HostErrorReason = "HostError"
 	// IdentityNotReadyReason: the identity cannot be used; see IdentityReady.
 	IdentityNotReadyReason = "IdentityNotReady"
+	// WaitingForDataReason: the host waits for the machine's metadata and
+	// network data to be rendered; see DataReady.
+	WaitingForDataReason = "WaitingForData"
 )
 
 // Metal3Machine is the bare metal host of one CAPI Machine.

@@ -1,0 +1,186 @@
+package baremetal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// A machine with a dataTemplate is provisioned in two steps. Rendering
+// needs the host (its NICs, labels and annotations), so the host is first
+// claimed with only a consumerRef; the machine then claims its data, and
+// once the Metal3Data has written its Secrets next to the host, the host is
+// given its image, user data, metadata and network data in one update.
+
+var (
+	// ErrDataTemplateNotFound: the machine's dataTemplate does not exist.
+	ErrDataTemplateNotFound = errors.New("Metal3DataTemplate not found")
+	// ErrDataNotReady: the machine's Metal3Data is not rendered yet.
+	ErrDataNotReady = errors.New("rendered data not ready")
+	// ErrDataFailed: the machine's Metal3Data cannot be rendered; the error
+	// carries the message naming the template field.
+	ErrDataFailed = errors.New("rendering the machine's data failed")
+)
+
+// UsesDataTemplate reports whether the machine's metadata and network data
+// are rendered from a Metal3DataTemplate.
+func (m *MachineManager) UsesDataTemplate() bool {
+	return m.M3Machine.Spec.DataTemplate != nil && m.M3Machine.Spec.DataTemplate.Name != ""
+}
+
+// dataClaimName is the name of the machine's Metal3DataClaim: the machine's
+// own, so a claim names its machine, as upstream does.
+func (m *MachineManager) dataClaimName() string { return m.M3Machine.Name }
+
+// EnsureDataClaim creates the machine's Metal3DataClaim on its dataTemplate,
+// owned by the machine, unless it exists. A claim of that name owned by
+// another object is an error: it is never taken over.
+func (m *MachineManager) EnsureDataClaim(ctx context.Context) (*infrav1.Metal3DataClaim, error) {
+	ref := m.M3Machine.Spec.DataTemplate
+	templateKey := types.NamespacedName{Namespace: m.M3Machine.Namespace, Name: ref.Name}
+	template := &infrav1.Metal3DataTemplate{}
+	if err := m.Client.Get(ctx, templateKey, template); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: spec.dataTemplate names %s", ErrDataTemplateNotFound, templateKey)
+		}
+		return nil, fmt.Errorf("get Metal3DataTemplate %s: %w", templateKey, err)
+	}
+
+	claim := &infrav1.Metal3DataClaim{}
+	key := types.NamespacedName{Namespace: m.M3Machine.Namespace, Name: m.dataClaimName()}
+	err := m.Client.Get(ctx, key, claim)
+	switch {
+	case err == nil:
+		if !metav1.IsControlledBy(claim, m.M3Machine) {
+			return nil, fmt.Errorf("Metal3DataClaim %s exists and is not owned by this Metal3Machine", key)
+		}
+		return claim, nil
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get Metal3DataClaim %s: %w", key, err)
+	}
+	claim = &infrav1.Metal3DataClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: key.Namespace, Name: key.Name,
+			Labels: map[string]string{clusterv1.ClusterNameLabel: m.Cluster.Name},
+		},
+		Spec: infrav1.Metal3DataClaimSpec{Template: corev1.ObjectReference{
+			APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3DataTemplate",
+			Namespace: template.Namespace, Name: template.Name, UID: template.UID,
+		}},
+	}
+	if err := controllerutil.SetControllerReference(m.M3Machine, claim, m.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := m.Client.Create(ctx, claim); err != nil {
+		return nil, fmt.Errorf("create Metal3DataClaim %s: %w", key, err)
+	}
+	return claim, nil
+}
+
+// RenderedData returns the machine's Metal3Data once it has written its
+// Secrets next to host, and records it in the machine's status. Until then
+// it returns an error wrapping ErrDataNotReady (or ErrDataFailed, with the
+// message naming the template field).
+func (m *MachineManager) RenderedData(ctx context.Context, claim *infrav1.Metal3DataClaim, host *bmov1alpha1.BareMetalHost) (*infrav1.Metal3Data, error) {
+	if msg := claim.Status.ErrorMessage; msg != nil && *msg != "" {
+		return nil, fmt.Errorf("%w: Metal3DataClaim %s: %s", ErrDataFailed, claim.Name, *msg)
+	}
+	ref := claim.Status.RenderedData
+	if ref == nil || ref.Name == "" {
+		return nil, fmt.Errorf("%w: Metal3DataTemplate %s has not allocated Metal3DataClaim %s an index yet",
+			ErrDataNotReady, claim.Spec.Template.Name, claim.Name)
+	}
+	data := &infrav1.Metal3Data{}
+	key := types.NamespacedName{Namespace: m.M3Machine.Namespace, Name: ref.Name}
+	if err := m.Client.Get(ctx, key, data); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: Metal3Data %s not found yet", ErrDataNotReady, key)
+		}
+		return nil, fmt.Errorf("get Metal3Data %s: %w", key, err)
+	}
+	m.M3Machine.Status.RenderedData = &corev1.ObjectReference{
+		APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Data",
+		Namespace: data.Namespace, Name: data.Name, UID: data.UID,
+	}
+	if !data.Status.Ready {
+		msg := "not rendered yet"
+		if cond := conditions.Get(data, infrav1.Metal3DataSecretsRenderedCondition); cond != nil && cond.Message != "" {
+			msg = cond.Message
+		}
+		return nil, fmt.Errorf("%w: Metal3Data %s: %s", ErrDataNotReady, key, msg)
+	}
+	// The Secrets must be the ones written next to this host: data rendered
+	// for an earlier host of the same name elsewhere would not be readable.
+	for _, s := range []*infrav1.SecretReference{data.Status.MetaData, data.Status.NetworkData} {
+		if s != nil && s.Namespace != host.Namespace {
+			return nil, fmt.Errorf("%w: Metal3Data %s wrote its Secrets in namespace %s, not next to host %s/%s",
+				ErrDataNotReady, key, s.Namespace, host.Namespace, host.Name)
+		}
+	}
+	return data, nil
+}
+
+// ProvisioningStarted reports whether the host was given what to provision.
+func ProvisioningStarted(host *bmov1alpha1.BareMetalHost) bool {
+	return host.Spec.Image != nil || host.Spec.CustomDeploy != nil
+}
+
+// Provision is the second step for a machine with a dataTemplate: it writes
+// the user data next to host and gives the host its image and the Secrets
+// of data, in one update guarded by the resourceVersion.
+func (m *MachineManager) Provision(ctx context.Context, host *bmov1alpha1.BareMetalHost, data *infrav1.Metal3Data) error {
+	refs, err := m.writeHostSecrets(ctx, host)
+	if err != nil {
+		return err
+	}
+	if s := data.Status.MetaData; s != nil {
+		refs.metaData = &corev1.SecretReference{Namespace: s.Namespace, Name: s.Name}
+	}
+	if s := data.Status.NetworkData; s != nil {
+		refs.networkData = &corev1.SecretReference{Namespace: s.Namespace, Name: s.Name}
+	}
+	updated := host.DeepCopy()
+	m.setProvisioningSpec(updated, refs)
+	if err := m.patchHost(ctx, host, updated); err != nil {
+		return err
+	}
+	*host = *updated
+	m.recordAssociation(host)
+	return nil
+}
+
+// ReleaseDataClaim deletes the machine's Metal3DataClaim. It returns true
+// once the claim is gone: its Metal3Data, the Secrets next to the host and
+// the IP address claims go first, through the machine's identity, which the
+// machine keeps protected until then.
+func (m *MachineManager) ReleaseDataClaim(ctx context.Context) (bool, error) {
+	claim := &infrav1.Metal3DataClaim{}
+	key := types.NamespacedName{Namespace: m.M3Machine.Namespace, Name: m.dataClaimName()}
+	if err := m.Client.Get(ctx, key, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("get Metal3DataClaim %s: %w", key, err)
+	}
+	if !metav1.IsControlledBy(claim, m.M3Machine) {
+		return true, nil
+	}
+	if claim.DeletionTimestamp.IsZero() {
+		if err := m.Client.Delete(ctx, claim); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("delete Metal3DataClaim %s: %w", key, err)
+		}
+	}
+	return false, nil
+}
