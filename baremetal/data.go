@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,7 +80,7 @@ func (m *DataManager) input() render.Input {
 // is written next to the host.
 func (m *DataManager) Reconcile(ctx context.Context) error {
 	in := m.input()
-	pools, err := render.RequiredPools(in)
+	pools, err := render.PoolFields(in)
 	if err != nil {
 		return &RenderError{err: err}
 	}
@@ -188,12 +191,24 @@ func (m *DataManager) claimName(pool render.PoolRef) string {
 	return m.Data.Name + "-" + pool.Name
 }
 
+// poolFailure is an IP address manager's verdict that a pool cannot give
+// the claimed address (exhausted, or the allocation failed).
+type poolFailure struct{ reason string }
+
+func (e *poolFailure) Error() string { return e.reason }
+
 // addresses ensures a claim on every pool and returns the allocated
-// addresses, and the pools still waiting for one.
-func (m *DataManager) addresses(ctx context.Context, pools []render.PoolRef) (map[render.PoolRef]render.PoolAddress, []string, error) {
+// addresses, and the pools still waiting for one. A pool that cannot give
+// an address is a *RenderError naming the template field that uses it.
+func (m *DataManager) addresses(ctx context.Context, pools map[render.PoolRef]*field.Path) (map[render.PoolRef]render.PoolAddress, []string, error) {
 	out := map[render.PoolRef]render.PoolAddress{}
-	var waiting []string
-	for _, pool := range pools {
+	var (
+		waiting  []string
+		failures field.ErrorList
+	)
+	// Claims are made in a stable order, so a partial failure is repeatable.
+	refs := slices.SortedFunc(maps.Keys(pools), func(a, b render.PoolRef) int { return strings.Compare(a.String(), b.String()) })
+	for _, pool := range refs {
 		var (
 			addr *render.PoolAddress
 			err  error
@@ -203,6 +218,12 @@ func (m *DataManager) addresses(ctx context.Context, pools []render.PoolRef) (ma
 		} else {
 			addr, err = m.capiAddress(ctx, pool)
 		}
+		var failure *poolFailure
+		if errors.As(err, &failure) {
+			failures = append(failures, field.Invalid(pools[pool], pool.String(),
+				fmt.Sprintf("IP address claim %s: %s", m.claimName(pool), failure.reason)))
+			continue
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -211,6 +232,9 @@ func (m *DataManager) addresses(ctx context.Context, pools []render.PoolRef) (ma
 			continue
 		}
 		out[pool] = *addr
+	}
+	if len(failures) > 0 {
+		return nil, nil, &RenderError{err: failures.ToAggregate()}
 	}
 	return out, waiting, nil
 }
@@ -246,6 +270,9 @@ func (m *DataManager) metal3Address(ctx context.Context, pool render.PoolRef) (*
 		return nil, err
 	}
 	if claim.Status.Address == nil || claim.Status.Address.Name == "" {
+		if msg := claim.Status.ErrorMessage; msg != nil && *msg != "" {
+			return nil, &poolFailure{reason: *msg}
+		}
 		return nil, nil
 	}
 	address := &ipamv1.IPAddress{}
@@ -277,6 +304,14 @@ func (m *DataManager) capiAddress(ctx context.Context, pool render.PoolRef) (*re
 		return nil, err
 	}
 	if claim.Status.AddressRef.Name == "" {
+		// PoolNotReady may pass (a pool being created or paused); an
+		// exhausted pool or a failed allocation needs someone to act.
+		for _, cond := range claim.Status.Conditions {
+			if cond.Type == capipamv1.IPAddressClaimReadyCondition && cond.Status == metav1.ConditionFalse &&
+				(cond.Reason == capipamv1.IPAddressClaimReadyPoolExhaustedReason || cond.Reason == capipamv1.IPAddressClaimReadyAllocationFailedReason) {
+				return nil, &poolFailure{reason: cond.Reason + ": " + cond.Message}
+			}
+		}
 		return nil, nil
 	}
 	address := &capipamv1.IPAddress{}

@@ -130,15 +130,18 @@ func deref(s *string) string {
 	return *s
 }
 
-// poolSet collects pools once each, with the errors met on the way.
+// poolSet collects pools once each, with the first template field naming
+// each, and the errors met on the way.
 type poolSet struct {
 	in   *Input
-	seen map[PoolRef]bool
+	seen map[PoolRef]*field.Path
 	errs field.ErrorList
 }
 
-func (s *poolSet) add(ref PoolRef) {
-	s.seen[ref] = true
+func (s *poolSet) add(path *field.Path, ref PoolRef) {
+	if _, ok := s.seen[ref]; !ok {
+		s.seen[ref] = path
+	}
 }
 
 // source adds the pool a source resolves to. required says the entry must
@@ -149,7 +152,7 @@ func (s *poolSet) source(path *field.Path, src poolSource, required bool) {
 	case ferr != nil:
 		s.errs = append(s.errs, ferr)
 	case ok:
-		s.add(ref)
+		s.add(path, ref)
 	case required:
 		s.errs = append(s.errs, src.missing(path))
 	}
@@ -160,7 +163,7 @@ func (s *poolSet) ipv4Routes(path *field.Path, routes []infrav1.IPv4Route) {
 		p := path.Index(i)
 		s.source(p.Child("gateway"), ipv4GatewaySource(r.Gateway), r.Gateway.String == nil)
 		if r.Services != nil && deref(r.Services.DNSFromIPPool) != "" {
-			s.add(metal3Pool(*r.Services.DNSFromIPPool))
+			s.add(p.Child("services", "dnsFromIPPool"), metal3Pool(*r.Services.DNSFromIPPool))
 		}
 	}
 }
@@ -170,7 +173,7 @@ func (s *poolSet) ipv6Routes(path *field.Path, routes []infrav1.IPv6Route) {
 		p := path.Index(i)
 		s.source(p.Child("gateway"), ipv6GatewaySource(r.Gateway), r.Gateway.String == nil)
 		if r.Services != nil && deref(r.Services.DNSFromIPPool) != "" {
-			s.add(metal3Pool(*r.Services.DNSFromIPPool))
+			s.add(p.Child("services", "dnsFromIPPool"), metal3Pool(*r.Services.DNSFromIPPool))
 		}
 	}
 }
@@ -181,20 +184,39 @@ func (s *poolSet) ipv6Routes(path *field.Path, routes []infrav1.IPv6Route) {
 // annotation is resolved through the annotation, so the objects the
 // annotations are on must be in the Input; Pools is not read.
 func RequiredPools(in Input) ([]PoolRef, error) {
+	fields, err := PoolFields(in)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]PoolRef, 0, len(fields))
+	for ref := range fields {
+		refs = append(refs, ref)
+	}
+	slices.SortFunc(refs, func(a, b PoolRef) int {
+		return cmp.Or(cmp.Compare(a.APIGroup, b.APIGroup), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
+	return refs, nil
+}
+
+// PoolFields maps every pool RequiredPools lists to the first template
+// field naming it: the field a user fixes when the pool cannot give an
+// address.
+func PoolFields(in Input) (map[PoolRef]*field.Path, error) {
 	if err := checkTemplate(&in); err != nil {
 		return nil, err
 	}
-	s := &poolSet{in: &in, seen: map[PoolRef]bool{}}
+	s := &poolSet{in: &in, seen: map[PoolRef]*field.Path{}}
 	if md := in.Template.MetaData; md != nil {
 		mdPath := templatePath.Child("metaData")
 		for _, list := range metaDataPoolLists(md) {
 			for i, e := range list.entries {
-				ref, ferr := metaDataPool(mdPath.Child(list.name).Index(i), e)
+				p := mdPath.Child(list.name).Index(i)
+				ref, ferr := metaDataPool(p, e)
 				if ferr != nil {
 					s.errs = append(s.errs, ferr)
 					continue
 				}
-				s.add(ref)
+				s.add(p, ref)
 			}
 		}
 	}
@@ -225,18 +247,11 @@ func RequiredPools(in Input) ([]PoolRef, error) {
 			}
 		}
 		if nd.Services != nil && deref(nd.Services.DNSFromIPPool) != "" {
-			s.add(metal3Pool(*nd.Services.DNSFromIPPool))
+			s.add(ndPath.Child("services", "dnsFromIPPool"), metal3Pool(*nd.Services.DNSFromIPPool))
 		}
 	}
 	if len(s.errs) > 0 {
 		return nil, s.errs.ToAggregate()
 	}
-	refs := make([]PoolRef, 0, len(s.seen))
-	for ref := range s.seen {
-		refs = append(refs, ref)
-	}
-	slices.SortFunc(refs, func(a, b PoolRef) int {
-		return cmp.Or(cmp.Compare(a.APIGroup, b.APIGroup), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
-	})
-	return refs, nil
+	return s.seen, nil
 }

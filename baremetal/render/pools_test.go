@@ -207,3 +207,52 @@ func TestRequiredPoolsMatchRendering(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolFields checks that each pool is reported with the first template
+// field naming it, the one a user is pointed at when the pool fails.
+func TestPoolFields(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Input
+		want map[PoolRef]string
+	}{
+		{
+			name: "metadata comes before network data",
+			in: networksInput(
+				&infrav1.MetaData{PrefixesFromIPPool: []infrav1.MetaDataFromIPPool{{Key: "p", Kind: "IPPool", Name: "pool4"}}},
+				infrav1.IPv4Network{ID: "a", IPAddressFromIPPool: ptr("pool4")},
+			),
+			want: map[PoolRef]string{pool4: "spec.metaData.prefixesFromIPPool[0]"},
+		},
+		{
+			name: "network address, route gateway and route DNS",
+			in: networksInput(nil,
+				infrav1.IPv4Network{ID: "a", IPAddressFromIPPool: ptr("pool4")},
+				infrav1.IPv4Network{ID: "b", IPAddressFromIPPool: ptr("pool4"), Routes: []infrav1.IPv4Route{{
+					Gateway:  infrav1.IPv4RouteGateway{FromIPPool: ptr("gw4")},
+					Services: &infrav1.IPv4RouteServices{DNSFromIPPool: ptr("dns4")},
+				}}},
+			),
+			want: map[PoolRef]string{
+				pool4:              "spec.networkData.networks.ipv4[0]",
+				metal3Pool("gw4"):  "spec.networkData.networks.ipv4[1].routes[0].gateway",
+				metal3Pool("dns4"): "spec.networkData.networks.ipv4[1].routes[0].services.dnsFromIPPool",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fields, err := PoolFields(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[PoolRef]string{}
+			for ref, path := range fields {
+				got[ref] = path.String()
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("PoolFields (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
