@@ -68,6 +68,10 @@ envtest-assets: ## Build (once) kube-apiserver and etcd for envtest and print th
 bmo: ## Build (once) the Bare Metal Operator and print its directory.
 	@bash hack/tools-bin.sh bmo
 
+.PHONY: ipam
+ipam: ## Build (once) the Metal3 IP Address Manager and print its directory.
+	@bash hack/tools-bin.sh ipam
+
 ##@ Code generation
 
 .PHONY: generate

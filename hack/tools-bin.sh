@@ -6,12 +6,13 @@
 #            download on our machines, so we build them from module sources.
 #   bmo      the Bare Metal Operator, for end-to-end tests that want the real thing,
 #            with its CRDs (in crds/ beside the binary).
+#   ipam     the Metal3 IP Address Manager, likewise with its CRDs in crds/.
 #
 # Each binary lands in a per-user cache directory keyed by its version, so a
 # second run finds it and builds nothing. The directory is printed on stdout
 # (envtest: the value for KUBEBUILDER_ASSETS); progress goes to stderr.
 #
-# Usage: hack/tools-bin.sh envtest|bmo
+# Usage: hack/tools-bin.sh envtest|bmo|ipam
 set -euo pipefail
 
 KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.36.3}"
@@ -20,6 +21,8 @@ BMO_VERSION="${BMO_VERSION:-v0.13.2}"
 BMO_APIS_VERSION="${BMO_APIS_VERSION:-v0.13.2}"
 BMO_HARDWAREUTILS_VERSION="${BMO_HARDWAREUTILS_VERSION:-v0.13.1}"
 IRSO_API_VERSION="${IRSO_API_VERSION:-v0.8.0}"
+IPAM_VERSION="${IPAM_VERSION:-v1.13.1}"
+IPAM_API_VERSION="${IPAM_API_VERSION:-v1.13.1}"
 
 CACHE_ROOT="${CAPM3_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/capm3-tools}"
 
@@ -93,6 +96,27 @@ EOF
 		cp "$src"/*.yaml "$(dirname "$out")/crds/" && chmod -R u+w "$(dirname "$out")/crds")
 }
 
+build_ipam() {
+	local out="$1" dir
+	new_scratch_module
+	dir="$SCRATCH"
+	# The IPAM's go.mod points its api module at ./api, a replace that does not
+	# apply to it as a dependency; pin the published api of the release instead.
+	cat >>"$dir/go.mod" <<EOF
+require github.com/metal3-io/ip-address-manager ${IPAM_VERSION}
+replace github.com/metal3-io/ip-address-manager/api => github.com/metal3-io/ip-address-manager/api ${IPAM_API_VERSION}
+EOF
+	log "building ip-address-manager ${IPAM_VERSION}"
+	# As for the BMO: no checksum database entries, skipped only for this build.
+	(cd "$dir" && export GONOSUMDB=github.com/metal3-io GOFLAGS=-mod=mod &&
+		go get "github.com/metal3-io/ip-address-manager@${IPAM_VERSION}" >&2 &&
+		CGO_ENABLED=0 go build -trimpath -o "$out" github.com/metal3-io/ip-address-manager >&2 &&
+		# Tests install the IPPool/IPClaim/IPAddress CRDs that match the binary.
+		src="$(go list -m -f '{{.Dir}}' github.com/metal3-io/ip-address-manager)/config/crd/bases" &&
+		rm -rf "$(dirname "$out")/crds" && mkdir -p "$(dirname "$out")/crds" &&
+		cp "$src"/*.yaml "$(dirname "$out")/crds/" && chmod -R u+w "$(dirname "$out")/crds")
+}
+
 # ensure builds $name into $dir unless it is already there. Builds go to a
 # temporary name first so an interrupted build never leaves a half binary that
 # a later run would trust.
@@ -119,8 +143,13 @@ bmo)
 	ensure "$dir" baremetal-operator build_bmo
 	echo "$dir"
 	;;
+ipam)
+	dir="$CACHE_ROOT/ipam/${IPAM_VERSION}"
+	ensure "$dir" ip-address-manager build_ipam
+	echo "$dir"
+	;;
 *)
-	echo "usage: $0 envtest|bmo" >&2
+	echo "usage: $0 envtest|bmo|ipam" >&2
 	exit 2
 	;;
 esac
