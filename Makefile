@@ -72,6 +72,10 @@ bmo: ## Build (once) the Bare Metal Operator and print its directory.
 ipam: ## Build (once) the Metal3 IP Address Manager and print its directory.
 	@bash hack/tools-bin.sh ipam
 
+.PHONY: incluster-ipam
+incluster-ipam: ## Build (once) the CAPI in-cluster IPAM provider and print its directory.
+	@bash hack/tools-bin.sh incluster-ipam
+
 ##@ Code generation
 
 .PHONY: generate

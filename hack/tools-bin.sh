@@ -7,12 +7,13 @@
 #   bmo      the Bare Metal Operator, for end-to-end tests that want the real thing,
 #            with its CRDs (in crds/ beside the binary).
 #   ipam     the Metal3 IP Address Manager, likewise with its CRDs in crds/.
+#   incluster-ipam  the CAPI in-cluster IPAM provider, with its pool CRDs in crds/.
 #
 # Each binary lands in a per-user cache directory keyed by its version, so a
 # second run finds it and builds nothing. The directory is printed on stdout
 # (envtest: the value for KUBEBUILDER_ASSETS); progress goes to stderr.
 #
-# Usage: hack/tools-bin.sh envtest|bmo|ipam
+# Usage: hack/tools-bin.sh envtest|bmo|ipam|incluster-ipam
 set -euo pipefail
 
 KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.36.3}"
@@ -23,6 +24,9 @@ BMO_HARDWAREUTILS_VERSION="${BMO_HARDWAREUTILS_VERSION:-v0.13.1}"
 IRSO_API_VERSION="${IRSO_API_VERSION:-v0.8.0}"
 IPAM_VERSION="${IPAM_VERSION:-v1.13.1}"
 IPAM_API_VERSION="${IPAM_API_VERSION:-v1.13.1}"
+# v1.1.0 is the newest release on the proxy and the first that speaks
+# ipam.cluster.x-k8s.io/v1beta2, the version CAPI v1.14 CRDs store.
+INCLUSTER_IPAM_VERSION="${INCLUSTER_IPAM_VERSION:-v1.1.0}"
 
 CACHE_ROOT="${CAPM3_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/capm3-tools}"
 
@@ -117,6 +121,23 @@ EOF
 		cp "$src"/*.yaml "$(dirname "$out")/crds/" && chmod -R u+w "$(dirname "$out")/crds")
 }
 
+build_incluster_ipam() {
+	local out="$1" dir
+	new_scratch_module
+	dir="$SCRATCH"
+	log "building cluster-api-ipam-provider-in-cluster ${INCLUSTER_IPAM_VERSION}"
+	# Its main package is the module root; the module is in the checksum
+	# database, so unlike the metal3-io builds nothing needs to skip it.
+	(cd "$dir" && export GOFLAGS=-mod=mod &&
+		go get "sigs.k8s.io/cluster-api-ipam-provider-in-cluster@${INCLUSTER_IPAM_VERSION}" >&2 &&
+		CGO_ENABLED=0 go build -trimpath -o "$out" sigs.k8s.io/cluster-api-ipam-provider-in-cluster >&2 &&
+		# All four pool CRDs ship: the manager watches the prefix pools too and
+		# serves no claim at all without their CRDs.
+		src="$(go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api-ipam-provider-in-cluster)/config/crd/bases" &&
+		rm -rf "$(dirname "$out")/crds" && mkdir -p "$(dirname "$out")/crds" &&
+		cp "$src"/*.yaml "$(dirname "$out")/crds/" && chmod -R u+w "$(dirname "$out")/crds")
+}
+
 # ensure builds $name into $dir unless it is already there. Builds go to a
 # temporary name first so an interrupted build never leaves a half binary that
 # a later run would trust.
@@ -148,8 +169,13 @@ ipam)
 	ensure "$dir" ip-address-manager build_ipam
 	echo "$dir"
 	;;
+incluster-ipam)
+	dir="$CACHE_ROOT/incluster-ipam/${INCLUSTER_IPAM_VERSION}"
+	ensure "$dir" ipam-incluster build_incluster_ipam
+	echo "$dir"
+	;;
 *)
-	echo "usage: $0 envtest|bmo|ipam" >&2
+	echo "usage: $0 envtest|bmo|ipam|incluster-ipam" >&2
 	exit 2
 	;;
 esac
