@@ -6,6 +6,7 @@ import (
 	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,33 +79,6 @@ func dataClaim(t *testing.T, c client.Client, m3m *infrav1.Metal3Machine, name, 
 	return claim
 }
 
-// actAsIPAMProvider allocates an address to every IPAddressClaim of
-// namespace that has none, as a CAPI IPAM provider would.
-func actAsIPAMProvider(g Gomega, c client.Client, namespace string) {
-	ctx := context.Background()
-	claims := &capipamv1.IPAddressClaimList{}
-	g.Expect(c.List(ctx, claims, client.InNamespace(namespace))).To(Succeed())
-	for i := range claims.Items {
-		claim := &claims.Items[i]
-		if claim.Status.AddressRef.Name != "" || !claim.DeletionTimestamp.IsZero() {
-			continue
-		}
-		address := &capipamv1.IPAddress{
-			ObjectMeta: metav1ObjectMeta(namespace, claim.Name),
-			Spec: capipamv1.IPAddressSpec{
-				ClaimRef: capipamv1.IPAddressClaimReference{Name: claim.Name},
-				PoolRef:  claim.Spec.PoolRef,
-				Address:  "192.168.111.50", Prefix: ptrTo(int32(24)), Gateway: "192.168.111.1",
-			},
-		}
-		if err := c.Create(ctx, address); err != nil && !apierrors.IsAlreadyExists(err) {
-			g.Expect(err).NotTo(HaveOccurred())
-		}
-		claim.Status.AddressRef = capipamv1.IPAddressReference{Name: address.Name}
-		g.Expect(c.Status().Update(ctx, claim)).To(Succeed())
-	}
-}
-
 // giveHostNICs writes inspected NICs to the host's status.
 func giveHostNICs(t *testing.T, c client.Client, host *bmov1alpha1.BareMetalHost) {
 	t.Helper()
@@ -124,15 +98,16 @@ func giveHostNICs(t *testing.T, c client.Client, host *bmov1alpha1.BareMetalHost
 }
 
 // TestDataRenderedNextToHost: a Metal3Data of a machine whose hosts are in
-// another cluster claims an address from a CAPI IPAM pool, renders and
-// writes its Secrets next to the host through the machine's identity, and
-// deletes them and its address claim when it goes; a template that cannot
-// be rendered says which field and writes nothing.
+// another cluster claims an address from a CAPI IPAM pool (served by the
+// real in-cluster provider), renders and writes its Secrets next to the
+// host through the machine's identity, and deletes them and its address
+// claim when it goes. A template that cannot be rendered, or whose pool is
+// exhausted, says which field and writes nothing.
 func TestDataRenderedNextToHost(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := testScheme(t)
-	mgmt := managementCluster(t, scheme, noHosts)
+	mgmt := ipamManagementCluster(t, scheme)
 	pool := poolCluster(t, scheme)
 	startControllers(t, mgmt, scheme)
 
@@ -142,9 +117,19 @@ func TestDataRenderedNextToHost(t *testing.T) {
 		ObjectMeta: metav1ObjectMeta("tenant-a", "pool-a-kubeconfig"),
 		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, "tenant-a", "pool-a", "pool-a")},
 	})).To(Succeed())
-	availableHosts(t, pool.Client, "pool-a", "host", 2)
+	availableHosts(t, pool.Client, "pool-a", "host", 3)
 	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-a-kubeconfig"}}
 	cluster.create(t, mgmt.Client)
+	createIPPool(t, mgmt.Client, "tenant-a", capiPool, "192.168.111.50", "192.168.111.60", "192.168.111.1")
+	// A Metal3 pool whose only address is reserved for someone else.
+	reserved, tiny := ipamv1.IPAddressStr("192.168.111.70"), ipamv1.IPAddressStr("192.168.111.70")
+	g.Expect(mgmt.Client.Create(ctx, &ipamv1.IPPool{
+		ObjectMeta: metav1ObjectMeta("tenant-a", "tiny"),
+		Spec: ipamv1.IPPoolSpec{
+			NamePrefix: "tiny", Prefix: 24, Pools: []ipamv1.Pool{{Start: &tiny, End: &tiny}},
+			PreAllocations: map[string]ipamv1.IPAddressStr{"someone-else": reserved},
+		},
+	})).To(Succeed())
 
 	hostOf := func(m3m *infrav1.Metal3Machine) *bmov1alpha1.BareMetalHost {
 		var host bmov1alpha1.BareMetalHost
@@ -187,7 +172,6 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	claim := dataClaim(t, mgmt.Client, worker, "worker-0", "workers")
 	data := dataOf(claim)
 	g.Eventually(func(g Gomega) {
-		actAsIPAMProvider(g, mgmt.Client, "tenant-a")
 		got := &infrav1.Metal3Data{}
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(data), got)).To(Succeed())
 		g.Expect(got.Status.Ready).To(BeTrue())
@@ -241,7 +225,6 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	brokenClaim := dataClaim(t, mgmt.Client, other, "worker-1", "broken")
 	broken := dataOf(brokenClaim)
 	g.Eventually(func(g Gomega) {
-		actAsIPAMProvider(g, mgmt.Client, "tenant-a")
 		got := &infrav1.Metal3Data{}
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(broken), got)).To(Succeed())
 		cond := conditions.Get(got, infrav1.Metal3DataSecretsRenderedCondition)
@@ -256,4 +239,27 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	}).WithTimeout(30*time.Second).Should(Succeed(), "a rendering failure names the template field")
 	g.Expect(hostSecrets(g, pool.Client, "pool-a", broken)).To(BeEmpty(), "nothing is written next to the host")
 	g.Expect(broken.Status.MetaData).To(BeNil())
+
+	// Exhausted pool: the IP address manager's verdict names the field.
+	g.Expect(mgmt.Client.Create(ctx, dataTemplate("tenant-a", "exhausted", "eth1",
+		ipPool{apiGroup: "ipam.metal3.io", kind: "IPPool", name: "tiny"}))).To(Succeed())
+	third := cluster.machine(t, mgmt.Client, "worker-2", nil)
+	hostOf(third)
+	exhaustedClaim := dataClaim(t, mgmt.Client, third, "worker-2", "exhausted")
+	exhausted := dataOf(exhaustedClaim)
+	g.Eventually(func(g Gomega) {
+		got := &infrav1.Metal3Data{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(exhausted), got)).To(Succeed())
+		cond := conditions.Get(got, infrav1.Metal3DataSecretsRenderedCondition)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Reason).To(Equal(infrav1.Metal3DataRenderingFailedReason))
+		g.Expect(cond.Message).To(And(ContainSubstring("spec.metaData.ipAddressesFromIPPool[0]"), ContainSubstring("Exhausted")))
+		gotClaim := &infrav1.Metal3DataClaim{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(exhaustedClaim), gotClaim)).To(Succeed())
+		g.Expect(conditions.Get(gotClaim, infrav1.Metal3DataClaimDataReadyCondition)).To(HaveValue(And(
+			HaveField("Reason", infrav1.Metal3DataClaimDataFailedReason),
+			HaveField("Message", ContainSubstring("spec.metaData.ipAddressesFromIPPool[0]")))))
+		exhausted = got
+	}).WithTimeout(30*time.Second).Should(Succeed(), "an exhausted pool names the template field")
+	g.Expect(hostSecrets(g, pool.Client, "pool-a", exhausted)).To(BeEmpty(), "nothing is written next to the host")
 }

@@ -1,0 +1,231 @@
+package controllers
+
+import (
+	"context"
+	"net/netip"
+	"regexp"
+	"testing"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+)
+
+// ipamManagementCluster is a management API server without hosts that also
+// runs the real IP address managers: the Metal3 IPAM and CAPI's in-cluster
+// IPAM provider.
+func ipamManagementCluster(t *testing.T, scheme *runtime.Scheme) *testenv.Env {
+	t.Helper()
+	env := testenv.Start(t, testenv.Options{
+		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
+		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.IPAMCRDPath(t), testenv.InClusterIPAMCRDPath(t)},
+	})
+	env.StartIPAM(t)
+	env.StartInClusterIPAM(t)
+	return env
+}
+
+// createIPPool creates pool in namespace, handing out addresses from first
+// to last, prefix 24, with gateway.
+func createIPPool(t *testing.T, c client.Client, namespace string, pool ipPool, first, last, gateway string) {
+	t.Helper()
+	var obj client.Object
+	switch pool.apiGroup {
+	case metal3Pool.apiGroup:
+		start, end, gw := ipamv1.IPAddressStr(first), ipamv1.IPAddressStr(last), ipamv1.IPAddressStr(gateway)
+		obj = &ipamv1.IPPool{
+			ObjectMeta: metav1ObjectMeta(namespace, pool.name),
+			Spec: ipamv1.IPPoolSpec{
+				NamePrefix: pool.name, Prefix: 24, Gateway: &gw,
+				Pools: []ipamv1.Pool{{Start: &start, End: &end}},
+			},
+		}
+	default:
+		obj = inClusterIPPool(namespace, pool.name, first+"-"+last, 24, gateway)
+	}
+	if err := c.Create(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMachinesWithDataTemplatesSharePool: two tenants whose Metal3Machines
+// and Metal3DataTemplates have the same names provision hosts of one pool
+// namespace through their own identities. Each machine claims its data;
+// its metadata and network data are rendered, with addresses from the real
+// IP address managers, into Secrets next to its host, which points at them;
+// the Metal3 objects stay in the tenants' namespaces. Deleting a machine
+// removes its Secrets and releases its addresses, and leaves the other
+// tenant's alone.
+func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := testScheme(t)
+	mgmt := ipamManagementCluster(t, scheme)
+	pool := poolCluster(t, scheme)
+	startControllers(t, mgmt, scheme)
+
+	tenants := []struct {
+		namespace   string
+		pool        ipPool
+		first, last string
+	}{
+		{"tenant-a", metal3Pool, "192.168.111.100", "192.168.111.110"},
+		{"tenant-b", capiPool, "192.168.111.200", "192.168.111.210"},
+	}
+	for _, tenant := range tenants {
+		mgmt.GrantInNamespace(t, tenant.namespace, "nobody")
+		pool.GrantInNamespace(t, "pool-a", tenant.namespace, testenv.HostProviderRules()...)
+	}
+	availableHosts(t, pool.Client, "pool-a", "host", 2)
+	for _, name := range []string{"host-0", "host-1"} {
+		giveHostNICs(t, pool.Client, &bmov1alpha1.BareMetalHost{ObjectMeta: metav1ObjectMeta("pool-a", name)})
+	}
+	machines := map[string]*infrav1.Metal3Machine{}
+	for _, tenant := range tenants {
+		g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1ObjectMeta(tenant.namespace, "pool-a-kubeconfig"),
+			Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, tenant.namespace, "pool-a", "pool-a")},
+		})).To(Succeed())
+		cluster := workloadCluster{namespace: tenant.namespace, name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-a-kubeconfig"}}
+		cluster.create(t, mgmt.Client)
+		createIPPool(t, mgmt.Client, tenant.namespace, tenant.pool, tenant.first, tenant.last, "192.168.111.1")
+		g.Expect(mgmt.Client.Create(ctx, dataTemplate(tenant.namespace, "workers", "eth1", tenant.pool))).To(Succeed())
+		machines[tenant.namespace] = cluster.machine(t, mgmt.Client, "worker-0", func(m3m *infrav1.Metal3Machine) {
+			m3m.Spec.DataTemplate = &corev1.ObjectReference{Name: "workers"}
+		})
+	}
+
+	// Provisioned with rendered data: the host points at the Secrets.
+	hosts := map[string]bmov1alpha1.BareMetalHost{}
+	g.Eventually(func(g Gomega) {
+		hosts = consumedHosts(g, pool.Client, "pool-a")
+		for _, tenant := range tenants {
+			m3m := &infrav1.Metal3Machine{}
+			g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machines[tenant.namespace]), m3m)).To(Succeed())
+			g.Expect(conditions.IsTrue(m3m, infrav1.DataReadyCondition)).To(BeTrue(), "%s: %v", tenant.namespace, m3m.Status.Conditions)
+			host, ok := hosts[tenant.namespace+"/worker-0"]
+			g.Expect(ok).To(BeTrue())
+			g.Expect(host.Spec.Image).NotTo(BeNil(), "the host is given its image once the data is rendered")
+			g.Expect(host.Spec.MetaData).NotTo(BeNil())
+			g.Expect(host.Spec.NetworkData).NotTo(BeNil())
+			g.Expect(m3m.Status.MetaData).To(Equal(host.Spec.MetaData))
+			g.Expect(m3m.Status.NetworkData).To(Equal(host.Spec.NetworkData))
+			g.Expect(m3m.Status.RenderedData).To(HaveValue(And(
+				HaveField("Namespace", tenant.namespace), HaveField("Name", "workers-0"))))
+			machines[tenant.namespace] = m3m
+		}
+	}).WithTimeout(60*time.Second).Should(Succeed(), "both machines are given their rendered data")
+
+	// Four distinct Secrets, each referenced only by its own host, each
+	// labelled with its own Metal3Data; nothing in the tenants' namespaces.
+	referencedBy := map[string]string{}
+	for _, tenant := range tenants {
+		host := hosts[tenant.namespace+"/worker-0"]
+		data := &infrav1.Metal3Data{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: tenant.namespace, Name: "workers-0"}, data)).To(Succeed())
+		for _, ref := range []*corev1.SecretReference{host.Spec.MetaData, host.Spec.NetworkData} {
+			g.Expect(ref.Namespace).To(Equal("pool-a"))
+			g.Expect(referencedBy).NotTo(HaveKey(ref.Name), "Secret %s is referenced by two hosts", ref.Name)
+			referencedBy[ref.Name] = host.Name
+			secret := &corev1.Secret{}
+			g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: ref.Name}, secret)).To(Succeed())
+			g.Expect(secret.Labels[baremetal.OwnerUIDLabel]).To(Equal(string(data.UID)))
+			g.Expect(secret.OwnerReferences).To(ConsistOf(HaveField("UID", host.UID)))
+		}
+		md := &corev1.Secret{}
+		g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: host.Spec.MetaData.Name}, md)).To(Succeed())
+		g.Expect(string(md.Data["metaData"])).To(ContainSubstring("machine: worker-0"))
+		g.Expect(addressIn(string(md.Data["metaData"]), tenant.first, tenant.last)).To(BeTrue(),
+			"%s's address comes from its own pool:\n%s", tenant.namespace, md.Data["metaData"])
+		secrets := &corev1.SecretList{}
+		g.Expect(mgmt.Client.List(ctx, secrets, client.InNamespace(tenant.namespace), client.HasLabels{baremetal.OwnerUIDLabel})).To(Succeed())
+		g.Expect(secrets.Items).To(BeEmpty(), "nothing is written next to the Metal3 objects")
+	}
+	g.Expect(referencedBy).To(HaveLen(4))
+
+	// Deleting tenant-a's machine deletes its Secrets and releases its
+	// Metal3 IPAM address; tenant-b's Secrets and address stay.
+	gone := hosts["tenant-a/worker-0"]
+	kept := hosts["tenant-b/worker-0"]
+	ipClaim := &ipamv1.IPClaim{}
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "workers-0-pool-a"}, ipClaim)).To(Succeed())
+	g.Expect(ipClaim.Status.Address).NotTo(BeNil())
+	address := client.ObjectKey{Namespace: "tenant-a", Name: ipClaim.Status.Address.Name}
+	g.Expect(mgmt.Client.Delete(ctx, machines["tenant-a"])).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, ref := range []*corev1.SecretReference{gone.Spec.MetaData, gone.Spec.NetworkData, gone.Spec.UserData} {
+			err := pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: ref.Name}, &corev1.Secret{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Secret %s is deleted", ref.Name)
+		}
+		for _, obj := range []struct {
+			key client.ObjectKey
+			obj client.Object
+		}{
+			{client.ObjectKeyFromObject(ipClaim), &ipamv1.IPClaim{}},
+			{address, &ipamv1.IPAddress{}},
+			{client.ObjectKey{Namespace: "tenant-a", Name: "workers-0"}, &infrav1.Metal3Data{}},
+			{client.ObjectKey{Namespace: "tenant-a", Name: "worker-0"}, &infrav1.Metal3DataClaim{}},
+			{client.ObjectKeyFromObject(machines["tenant-a"]), &infrav1.Metal3Machine{}},
+		} {
+			err := mgmt.Client.Get(ctx, obj.key, obj.obj)
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s is gone", obj.obj, obj.key)
+		}
+	}).WithTimeout(60*time.Second).Should(Succeed(), "the machine's Secrets and address are released with it")
+
+	host := &bmov1alpha1.BareMetalHost{}
+	g.Expect(pool.Client.Get(ctx, client.ObjectKeyFromObject(&gone), host)).To(Succeed())
+	g.Expect(host.Spec.ConsumerRef).To(BeNil(), "the host is free again")
+	g.Expect(host.Spec.MetaData).To(BeNil())
+	g.Expect(pool.Client.Get(ctx, client.ObjectKeyFromObject(&kept), host)).To(Succeed())
+	g.Expect(host.Spec.MetaData).To(Equal(kept.Spec.MetaData))
+	for _, ref := range []*corev1.SecretReference{kept.Spec.MetaData, kept.Spec.NetworkData} {
+		g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: ref.Name}, &corev1.Secret{})).To(Succeed(),
+			"the other tenant's Secret %s stays", ref.Name)
+	}
+	claims := &capipamv1.IPAddressClaimList{}
+	g.Expect(mgmt.Client.List(ctx, claims, client.InNamespace("tenant-b"))).To(Succeed())
+	g.Expect(claims.Items).To(HaveLen(1), "the other tenant keeps its address")
+}
+
+// ipv4 matches dotted-quad addresses in rendered metadata.
+var ipv4 = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
+
+// addressIn reports whether text holds an IPv4 address in [first, last].
+func addressIn(text, first, last string) bool {
+	lo, hi := netip.MustParseAddr(first), netip.MustParseAddr(last)
+	for _, match := range ipv4.FindAllString(text, -1) {
+		addr, err := netip.ParseAddr(match)
+		if err == nil && addr.Compare(lo) >= 0 && addr.Compare(hi) <= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// inClusterIPPool is a pool of CAPI's in-cluster IPAM provider. It is built
+// unstructured: the provider's Go module is a test binary, not a dependency.
+func inClusterIPPool(namespace, name, addresses string, prefix int64, gateway string) *unstructured.Unstructured {
+	pool := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2",
+		"kind":       "InClusterIPPool",
+		"metadata":   map[string]any{"namespace": namespace, "name": name},
+		"spec": map[string]any{
+			"addresses": []any{addresses},
+			"prefix":    prefix,
+			"gateway":   gateway,
+		},
+	}}
+	return pool
+}
