@@ -170,5 +170,5 @@ func TestDataTemplateIndexesStableAcrossRestartsAndRevisions(t *testing.T) {
 	claim("b-1", "workers-v2")
 	want["b-0"], want["b-1"] = "workers-v2-4/4", "workers-v2-5/5"
 	g.Eventually(dataOf).WithTimeout(30 * time.Second).Should(Equal(want))
-	g.Consistently(dataOf).WithTimeout(2 * time.Second).Should(Equal(want), "indexes stay put")
+	g.Consistently(dataOf).WithTimeout(2*time.Second).Should(Equal(want), "indexes stay put")
 }
