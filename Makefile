@@ -44,8 +44,14 @@ run: ## Run the manager against the cluster of $KUBECONFIG (RUN_ARGS for flags).
 ##@ Test
 
 .PHONY: test
-test: ## Unit and envtest integration tests (builds the envtest binaries on first use).
+test: test-binaries ## Unit and envtest integration tests (builds the binaries they run on first use).
 	KUBEBUILDER_ASSETS="$$(bash hack/tools-bin.sh envtest)" go test -race -count=1 $(TEST_ARGS) ./...
+
+# The tests would build these on first use too, but inside go test's
+# per-package timeout; built here, a cold machine never runs into it.
+.PHONY: test-binaries
+test-binaries: ## Build (once) every binary the tests run: envtest, BMO, both IPAM providers.
+	@for tool in envtest bmo ipam incluster-ipam; do bash hack/tools-bin.sh $$tool >/dev/null; done
 
 .PHONY: test-fuzz
 test-fuzz: ## Run every fuzz target for FUZZ_TIME each.
