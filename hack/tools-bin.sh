@@ -78,64 +78,52 @@ build_etcd() {
 		CGO_ENABLED=0 go build -trimpath -o "$out" go.etcd.io/etcd/server/v3 >&2)
 }
 
+# build_controller builds the main package at the root of module@version,
+# from the throw-away module in $SCRATCH, into $out, and ships the CRDs the
+# module keeps in crd_dir in crds/ beside it: tests install the CRDs that
+# match the binary. Extra environment (e.g. GONOSUMDB) comes from the caller.
+build_controller() {
+	local out="$1" module="$2" version="$3" crd_dir="$4"
+	log "building ${module} ${version}"
+	(cd "$SCRATCH" && export GOFLAGS=-mod=mod &&
+		go get "${module}@${version}" >&2 &&
+		CGO_ENABLED=0 go build -trimpath -o "$out" "$module" >&2 &&
+		src="$(go list -m -f '{{.Dir}}' "$module")/${crd_dir}" &&
+		rm -rf "$(dirname "$out")/crds" && mkdir -p "$(dirname "$out")/crds" &&
+		cp "$src"/*.yaml "$(dirname "$out")/crds/" && chmod -R u+w "$(dirname "$out")/crds")
+}
+
 build_bmo() {
-	local out="$1" dir
 	new_scratch_module
-	dir="$SCRATCH"
-	cat >>"$dir/go.mod" <<EOF
+	cat >>"$SCRATCH/go.mod" <<EOF
 require github.com/metal3-io/baremetal-operator ${BMO_VERSION}
 replace github.com/metal3-io/baremetal-operator/apis => github.com/metal3-io/baremetal-operator/apis ${BMO_APIS_VERSION}
 replace github.com/metal3-io/baremetal-operator/pkg/hardwareutils => github.com/metal3-io/baremetal-operator/pkg/hardwareutils ${BMO_HARDWAREUTILS_VERSION}
 replace github.com/metal3-io/ironic-standalone-operator/api => github.com/metal3-io/ironic-standalone-operator/api ${IRSO_API_VERSION}
 EOF
-	log "building baremetal-operator ${BMO_VERSION}"
 	# The checksum database has no entries for some metal3-io modules. Skipping it
 	# is scoped to this throw-away build; the project's go.mod stays verified.
-	(cd "$dir" && export GONOSUMDB=github.com/metal3-io GOFLAGS=-mod=mod &&
-		go get "github.com/metal3-io/baremetal-operator@${BMO_VERSION}" >&2 &&
-		CGO_ENABLED=0 go build -trimpath -o "$out" github.com/metal3-io/baremetal-operator >&2 &&
-		# Tests install the BMH CRDs that match the binary, so ship them together.
-		src="$(go list -m -f '{{.Dir}}' github.com/metal3-io/baremetal-operator)/config/base/crds/bases" &&
-		rm -rf "$(dirname "$out")/crds" && mkdir -p "$(dirname "$out")/crds" &&
-		cp "$src"/*.yaml "$(dirname "$out")/crds/" && chmod -R u+w "$(dirname "$out")/crds")
+	GONOSUMDB=github.com/metal3-io build_controller "$1" github.com/metal3-io/baremetal-operator "$BMO_VERSION" config/base/crds/bases
 }
 
 build_ipam() {
-	local out="$1" dir
 	new_scratch_module
-	dir="$SCRATCH"
 	# The IPAM's go.mod points its api module at ./api, a replace that does not
 	# apply to it as a dependency; pin the published api of the release instead.
-	cat >>"$dir/go.mod" <<EOF
+	cat >>"$SCRATCH/go.mod" <<EOF
 require github.com/metal3-io/ip-address-manager ${IPAM_VERSION}
 replace github.com/metal3-io/ip-address-manager/api => github.com/metal3-io/ip-address-manager/api ${IPAM_API_VERSION}
 EOF
-	log "building ip-address-manager ${IPAM_VERSION}"
 	# As for the BMO: no checksum database entries, skipped only for this build.
-	(cd "$dir" && export GONOSUMDB=github.com/metal3-io GOFLAGS=-mod=mod &&
-		go get "github.com/metal3-io/ip-address-manager@${IPAM_VERSION}" >&2 &&
-		CGO_ENABLED=0 go build -trimpath -o "$out" github.com/metal3-io/ip-address-manager >&2 &&
-		# Tests install the IPPool/IPClaim/IPAddress CRDs that match the binary.
-		src="$(go list -m -f '{{.Dir}}' github.com/metal3-io/ip-address-manager)/config/crd/bases" &&
-		rm -rf "$(dirname "$out")/crds" && mkdir -p "$(dirname "$out")/crds" &&
-		cp "$src"/*.yaml "$(dirname "$out")/crds/" && chmod -R u+w "$(dirname "$out")/crds")
+	GONOSUMDB=github.com/metal3-io build_controller "$1" github.com/metal3-io/ip-address-manager "$IPAM_VERSION" config/crd/bases
 }
 
 build_incluster_ipam() {
-	local out="$1" dir
 	new_scratch_module
-	dir="$SCRATCH"
-	log "building cluster-api-ipam-provider-in-cluster ${INCLUSTER_IPAM_VERSION}"
-	# Its main package is the module root; the module is in the checksum
-	# database, so unlike the metal3-io builds nothing needs to skip it.
-	(cd "$dir" && export GOFLAGS=-mod=mod &&
-		go get "sigs.k8s.io/cluster-api-ipam-provider-in-cluster@${INCLUSTER_IPAM_VERSION}" >&2 &&
-		CGO_ENABLED=0 go build -trimpath -o "$out" sigs.k8s.io/cluster-api-ipam-provider-in-cluster >&2 &&
-		# All four pool CRDs ship: the manager watches the prefix pools too and
-		# serves no claim at all without their CRDs.
-		src="$(go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api-ipam-provider-in-cluster)/config/crd/bases" &&
-		rm -rf "$(dirname "$out")/crds" && mkdir -p "$(dirname "$out")/crds" &&
-		cp "$src"/*.yaml "$(dirname "$out")/crds/" && chmod -R u+w "$(dirname "$out")/crds")
+	# The module is in the checksum database, so nothing skips it. All four
+	# pool CRDs ship: the manager watches the prefix pools too and serves no
+	# claim at all without their CRDs.
+	build_controller "$1" sigs.k8s.io/cluster-api-ipam-provider-in-cluster "$INCLUSTER_IPAM_VERSION" config/crd/bases
 }
 
 # ensure builds $name into $dir unless it is already there. Builds go to a

@@ -4,40 +4,19 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
-	"time"
-
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-)
-
-var (
-	bmoOnce sync.Once
-	bmoDir  string
-	bmoErr  error
 )
 
 // BMODir returns the directory holding the baremetal-operator binary and its
 // CRDs (crds/), building them once with hack/tools-bin.sh.
-func BMODir() (string, error) {
-	bmoOnce.Do(func() {
-		bmoDir, bmoErr = runToolsBin("bmo")
-	})
-	return bmoDir, bmoErr
-}
+func BMODir() (string, error) { return bmoTool.Dir() }
 
 // BMOCRDPath is the directory of BareMetalHost (and related) CRDs matching the
 // BMO binary, for Options.CRDDirectoryPaths.
 func BMOCRDPath(t testing.TB) string {
 	t.Helper()
-	dir, err := BMODir()
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	return filepath.Join(dir, "crds")
+	return bmoTool.crdPath(t)
 }
 
 // StartBMO runs the real Bare Metal Operator in test mode (its fixture
@@ -45,46 +24,12 @@ func BMOCRDPath(t testing.TB) string {
 // ends. Its output is shown if the test fails.
 func (e *Env) StartBMO(t testing.TB, podNamespace string) {
 	t.Helper()
-	dir, err := BMODir()
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	user, err := e.AddUser(envtest.User{Name: "baremetal-operator", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatalf("add BMO user: %v", err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		t.Fatalf("BMO kubeconfig: %v", err)
-	}
-	kubeconfigPath := filepath.Join(t.TempDir(), "bmo-kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		t.Fatalf("write BMO kubeconfig: %v", err)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "baremetal-operator"),
+	e.runTool(t, bmoTool, []string{"POD_NAMESPACE=" + podNamespace},
 		"--test-mode",
 		"--webhook-port=0",
 		"--metrics-addr="+FreeLoopbackAddr(t),
 		"--health-addr="+FreeLoopbackAddr(t),
 	)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfigPath, "POD_NAMESPACE="+podNamespace)
-	var output syncBuffer
-	cmd.Stdout = &output
-	cmd.Stderr = &output
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("start baremetal-operator: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("baremetal-operator output:\n%s", output.String())
-		}
-	})
 }
 
 // FreeLoopbackAddr returns a loopback host:port that was free a moment ago,

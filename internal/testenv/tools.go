@@ -1,0 +1,90 @@
+package testenv
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// builtTool is a controller binary hack/tools-bin.sh builds from the Go
+// module proxy and caches, with the CRDs it serves in crds/ beside it.
+type builtTool struct {
+	// kind is the tools-bin.sh argument; binary the file it builds.
+	kind, binary string
+
+	once sync.Once
+	dir  string
+	err  error
+}
+
+var (
+	bmoTool           = &builtTool{kind: "bmo", binary: "baremetal-operator"}
+	ipamTool          = &builtTool{kind: "ipam", binary: "ip-address-manager"}
+	inClusterIPAMTool = &builtTool{kind: "incluster-ipam", binary: "ipam-incluster"}
+)
+
+// Dir builds the tool once per test process and returns its directory.
+func (b *builtTool) Dir() (string, error) {
+	b.once.Do(func() {
+		b.dir, b.err = runToolsBin(b.kind)
+	})
+	return b.dir, b.err
+}
+
+func (b *builtTool) crdPath(t testing.TB) string {
+	t.Helper()
+	dir, err := b.Dir()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return filepath.Join(dir, "crds")
+}
+
+// runTool runs tool against the environment as a system:masters user named
+// after it, with args and extraEnv, until the test ends. The kubeconfig is
+// handed over in KUBECONFIG, which every controller-runtime manager reads.
+// The tool's output is shown if the test fails.
+func (e *Env) runTool(t testing.TB, tool *builtTool, extraEnv []string, args ...string) {
+	t.Helper()
+	dir, err := tool.Dir()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	user, err := e.AddUser(envtest.User{Name: tool.binary, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("add %s user: %v", tool.binary, err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatalf("%s kubeconfig: %v", tool.binary, err)
+	}
+	kubeconfigPath := filepath.Join(t.TempDir(), tool.binary+"-kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		t.Fatalf("write %s kubeconfig: %v", tool.binary, err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, tool.binary), args...)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfigPath), extraEnv...)
+	var output syncBuffer
+	cmd.Stdout = &output
+	cmd.Stderr = &output
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("start %s: %v", tool.binary, err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", tool.binary, output.String())
+		}
+	})
+}
