@@ -101,8 +101,10 @@ func giveHostNICs(t *testing.T, c client.Client, host *bmov1alpha1.BareMetalHost
 // another cluster claims an address from a CAPI IPAM pool (served by the
 // real in-cluster provider), renders and writes its Secrets next to the
 // host through the machine's identity, and deletes them and its address
-// claim when it goes. A template that cannot be rendered, or whose pool is
-// exhausted, says which field and writes nothing.
+// claim when it goes. For a machine with a dataTemplate whose template
+// cannot be rendered, or whose pool is exhausted, the Metal3Data, its claim
+// and the machine say which field; nothing is written next to the host and
+// the host is not given anything to provision.
 func TestDataRenderedNextToHost(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -218,48 +220,53 @@ func TestDataRenderedNextToHost(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Metal3Data is gone")
 	}).WithTimeout(30*time.Second).Should(Succeed(), "the Secrets next to the host are deleted with the data")
 
-	// Not renderable: the condition names the field; nothing is written.
-	g.Expect(mgmt.Client.Create(ctx, dataTemplate("tenant-a", "broken", "eth9", capiPool))).To(Succeed())
-	other := cluster.machine(t, mgmt.Client, "worker-1", nil)
-	hostOf(other)
-	brokenClaim := dataClaim(t, mgmt.Client, other, "worker-1", "broken")
-	broken := dataOf(brokenClaim)
-	g.Eventually(func(g Gomega) {
-		got := &infrav1.Metal3Data{}
-		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(broken), got)).To(Succeed())
-		cond := conditions.Get(got, infrav1.Metal3DataSecretsRenderedCondition)
-		g.Expect(cond).NotTo(BeNil())
-		g.Expect(cond.Reason).To(Equal(infrav1.Metal3DataRenderingFailedReason))
-		g.Expect(cond.Message).To(ContainSubstring("spec.metaData.fromHostInterfaces[0]"))
-		g.Expect(got.Status.Ready).To(BeFalse())
-		gotClaim := &infrav1.Metal3DataClaim{}
-		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(brokenClaim), gotClaim)).To(Succeed())
-		g.Expect(ptrValue(gotClaim.Status.ErrorMessage)).To(ContainSubstring("spec.metaData.fromHostInterfaces[0]"))
-		broken = got
-	}).WithTimeout(30*time.Second).Should(Succeed(), "a rendering failure names the template field")
-	g.Expect(hostSecrets(g, pool.Client, "pool-a", broken)).To(BeEmpty(), "nothing is written next to the host")
-	g.Expect(broken.Status.MetaData).To(BeNil())
-
-	// Exhausted pool: the IP address manager's verdict names the field.
-	g.Expect(mgmt.Client.Create(ctx, dataTemplate("tenant-a", "exhausted", "eth1",
-		ipPool{apiGroup: "ipam.metal3.io", kind: "IPPool", name: "tiny"}))).To(Succeed())
-	third := cluster.machine(t, mgmt.Client, "worker-2", nil)
-	hostOf(third)
-	exhaustedClaim := dataClaim(t, mgmt.Client, third, "worker-2", "exhausted")
-	exhausted := dataOf(exhaustedClaim)
-	g.Eventually(func(g Gomega) {
-		got := &infrav1.Metal3Data{}
-		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(exhausted), got)).To(Succeed())
-		cond := conditions.Get(got, infrav1.Metal3DataSecretsRenderedCondition)
-		g.Expect(cond).NotTo(BeNil())
-		g.Expect(cond.Reason).To(Equal(infrav1.Metal3DataRenderingFailedReason))
-		g.Expect(cond.Message).To(And(ContainSubstring("spec.metaData.ipAddressesFromIPPool[0]"), ContainSubstring("Exhausted")))
-		gotClaim := &infrav1.Metal3DataClaim{}
-		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(exhaustedClaim), gotClaim)).To(Succeed())
-		g.Expect(conditions.Get(gotClaim, infrav1.Metal3DataClaimDataReadyCondition)).To(HaveValue(And(
-			HaveField("Reason", infrav1.Metal3DataClaimDataFailedReason),
-			HaveField("Message", ContainSubstring("spec.metaData.ipAddressesFromIPPool[0]")))))
-		exhausted = got
-	}).WithTimeout(30*time.Second).Should(Succeed(), "an exhausted pool names the template field")
-	g.Expect(hostSecrets(g, pool.Client, "pool-a", exhausted)).To(BeEmpty(), "nothing is written next to the host")
+	// Not renderable, for the template or for the IP address manager: the
+	// condition names the field, on the data and its claim; nothing is
+	// written next to the host.
+	failures := []struct {
+		machine, template, hostInterface string
+		pool                             ipPool
+		field, cause                     string
+	}{
+		{"worker-1", "broken", "eth9", capiPool, "spec.metaData.fromHostInterfaces[0]", "eth9"},
+		{"worker-2", "exhausted", "eth1", ipPool{apiGroup: "ipam.metal3.io", kind: "IPPool", name: "tiny"},
+			"spec.metaData.ipAddressesFromIPPool[0]", "Exhausted"},
+	}
+	for _, failure := range failures {
+		g.Expect(mgmt.Client.Create(ctx, dataTemplate("tenant-a", failure.template, failure.hostInterface, failure.pool))).To(Succeed())
+		// These machines claim their data themselves, from spec.dataTemplate.
+		m3m := cluster.machine(t, mgmt.Client, failure.machine, func(m3m *infrav1.Metal3Machine) {
+			m3m.Spec.DataTemplate = &corev1.ObjectReference{Name: failure.template}
+		})
+		host := hostOf(m3m)
+		claim := &infrav1.Metal3DataClaim{ObjectMeta: metav1ObjectMeta("tenant-a", failure.machine)}
+		failed := dataOf(claim)
+		g.Eventually(func(g Gomega) {
+			got := &infrav1.Metal3Data{}
+			g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(failed), got)).To(Succeed())
+			g.Expect(conditions.Get(got, infrav1.Metal3DataSecretsRenderedCondition)).To(HaveValue(And(
+				HaveField("Reason", infrav1.Metal3DataRenderingFailedReason),
+				HaveField("Message", And(ContainSubstring(failure.field), ContainSubstring(failure.cause))))))
+			g.Expect(got.Status.Ready).To(BeFalse())
+			gotClaim := &infrav1.Metal3DataClaim{}
+			g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(claim), gotClaim)).To(Succeed())
+			g.Expect(ptrValue(gotClaim.Status.ErrorMessage)).To(ContainSubstring(failure.field))
+			g.Expect(conditions.Get(gotClaim, infrav1.Metal3DataClaimDataReadyCondition)).To(HaveValue(And(
+				HaveField("Reason", infrav1.Metal3DataClaimDataFailedReason),
+				HaveField("Message", ContainSubstring(failure.field)))))
+			gotMachine := &infrav1.Metal3Machine{}
+			g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3m), gotMachine)).To(Succeed())
+			g.Expect(conditions.Get(gotMachine, infrav1.DataReadyCondition)).To(HaveValue(And(
+				HaveField("Reason", infrav1.Metal3DataClaimDataFailedReason),
+				HaveField("Message", ContainSubstring(failure.field)))))
+			g.Expect(conditions.Get(gotMachine, infrav1.HostProvisionedCondition)).To(HaveValue(
+				HaveField("Reason", infrav1.WaitingForDataReason)))
+			failed = got
+		}).WithTimeout(30*time.Second).Should(Succeed(), "%s: the failure names the template field", failure.template)
+		g.Expect(pool.Client.Get(ctx, client.ObjectKeyFromObject(host), host)).To(Succeed())
+		g.Expect(host.Spec.Image).To(BeNil(), "%s: the host is not provisioned without its data", failure.template)
+		g.Expect(host.Spec.UserData).To(BeNil())
+		g.Expect(hostSecrets(g, pool.Client, "pool-a", failed)).To(BeEmpty(), "%s: nothing is written next to the host", failure.template)
+		g.Expect(failed.Status.MetaData).To(BeNil())
+	}
 }
