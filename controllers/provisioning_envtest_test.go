@@ -45,6 +45,26 @@ func provisionAndRelease(t *testing.T, mgmt client.Client, hostCluster client.Cl
 	g.Expect(userData.Labels[baremetal.OwnerUIDLabel]).To(Equal(string(m3m.UID)))
 	g.Expect(userData.OwnerReferences).To(ContainElement(HaveField("UID", host.UID)), "the Secret goes with its host")
 
+	// Plain metadata and network data Secrets are copied next to the host
+	// as they are, like user data.
+	var copies []*corev1.Secret
+	for _, s := range []struct{ source, copied *corev1.SecretReference }{
+		{m3m.Spec.MetaData, host.Spec.MetaData}, {m3m.Spec.NetworkData, host.Spec.NetworkData},
+	} {
+		if s.source == nil {
+			g.Expect(s.copied).To(BeNil())
+			continue
+		}
+		g.Expect(s.copied).NotTo(BeNil())
+		g.Expect(s.copied.Namespace).To(Equal(hostNamespace))
+		source, copied := &corev1.Secret{}, &corev1.Secret{}
+		g.Expect(mgmt.Get(ctx, client.ObjectKey{Namespace: m3m.Namespace, Name: s.source.Name}, source)).To(Succeed())
+		g.Expect(hostCluster.Get(ctx, client.ObjectKey{Namespace: hostNamespace, Name: s.copied.Name}, copied)).To(Succeed())
+		g.Expect(copied.Data).To(Equal(source.Data))
+		g.Expect(copied.Labels[baremetal.OwnerUIDLabel]).To(Equal(string(m3m.UID)))
+		copies = append(copies, copied)
+	}
+
 	setHostState(t, hostCluster, &host, bmov1alpha1.StateProvisioned)
 	g.Eventually(func(g Gomega) {
 		got := &infrav1.Metal3Machine{}
@@ -70,6 +90,10 @@ func provisionAndRelease(t *testing.T, mgmt client.Client, hostCluster client.Cl
 		g.Expect(host.Spec.ConsumerRef).To(BeNil(), "the host is released")
 		err := hostCluster.Get(ctx, client.ObjectKeyFromObject(userData), &corev1.Secret{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the user data Secret is deleted")
+		for _, copied := range copies {
+			err := hostCluster.Get(ctx, client.ObjectKeyFromObject(copied), &corev1.Secret{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Secret %s is deleted", copied.Name)
+		}
 		err = mgmt.Get(ctx, client.ObjectKeyFromObject(m3m), &infrav1.Metal3Machine{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Metal3Machine is gone")
 	}).WithTimeout(30 * time.Second).Should(Succeed())
@@ -124,7 +148,17 @@ func TestProvisioningThroughPools(t *testing.T) {
 			Image:       infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: "http://172.22.0.1/images/node.qcow2.sha256sum"},
 		}}},
 	})).To(Succeed())
-	worker := cluster.machine(t, mgmt.Client, "worker-0", nil)
+	// The worker also brings its own metadata and network data.
+	for name, data := range map[string]map[string][]byte{
+		"worker-0-metadata":    {"metaData": []byte("local-hostname: worker-0\n")},
+		"worker-0-networkdata": {"networkData": []byte(`{"links":[],"networks":[],"services":[]}`)},
+	} {
+		g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1ObjectMeta("tenant-a", name), Data: data})).To(Succeed())
+	}
+	worker := cluster.machine(t, mgmt.Client, "worker-0", func(m *infrav1.Metal3Machine) {
+		m.Spec.MetaData = &corev1.SecretReference{Name: "worker-0-metadata"}
+		m.Spec.NetworkData = &corev1.SecretReference{Name: "worker-0-networkdata"}
+	})
 	gpu := cluster.machine(t, mgmt.Client, "gpu-0", func(m *infrav1.Metal3Machine) {
 		m.Annotations = map[string]string{clusterv1.TemplateClonedFromNameAnnotation: "gpu-workers"}
 		m.Spec.IdentityRef = &infrav1.IdentityRef{Name: "pool-gpu-kubeconfig"}
