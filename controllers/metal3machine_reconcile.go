@@ -250,6 +250,11 @@ func setMachineReady(m3m *infrav1.Metal3Machine) {
 		if cond == nil && (condType == infrav1.IdentityReadyCondition || condType == infrav1.DataReadyCondition) {
 			continue
 		}
+		// The data matters until the host is provisioned with it; a later
+		// rendering failure is reported but does not unready a running node.
+		if condType == infrav1.DataReadyCondition && conditions.IsTrue(m3m, infrav1.HostProvisionedCondition) {
+			continue
+		}
 		if cond == nil || cond.Status != metav1.ConditionTrue {
 			reason, message := infrav1.NotReadyReason, condType+" is not yet reported"
 			if cond != nil {
