@@ -22,8 +22,11 @@ GOLANGCI_LINT := $(TOOLS_BIN_DIR)/golangci-lint-$(GOLANGCI_LINT_VER)
 TEST_ARGS ?=
 # How long each fuzz target runs in `make test-fuzz`.
 FUZZ_TIME ?= 20s
-# Arguments for the manager in `make run`.
-RUN_ARGS ?= --webhook-port=0 --insecure-diagnostics --diagnostics-address=127.0.0.1:8080 --health-addr=127.0.0.1:9440
+# Arguments for the manager in `make run`. A local run reaches pools' API
+# servers on this machine (kind, envtest), hence --identity-allow-loopback;
+# https is still required (add --identity-allow-http for a plain-http pool).
+RUN_ARGS ?= --webhook-port=0 --insecure-diagnostics --diagnostics-address=127.0.0.1:8080 --health-addr=127.0.0.1:9440 \
+	--identity-allow-loopback
 
 ##@ General
 

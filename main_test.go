@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -122,6 +125,9 @@ func TestRunRejectsInvalidFlags(t *testing.T) {
 		{"zero machine concurrency", []string{"--metal3machine-concurrency=0"}, "--metal3machine-concurrency"},
 		{"unreadable kubeconfig", []string{"--kubeconfig=/nonexistent/kubeconfig"}, "/nonexistent/kubeconfig"},
 		{"bad TLS version", []string{"--tls-min-version=VersionTLS99"}, "VersionTLS99"},
+		{"allowed CIDR that is not one", []string{"--identity-allowed-cidrs=10.0.0.0/8,10.0.0.0/33"}, "--identity-allowed-cidrs"},
+		{"zero connect timeout", []string{"--remote-connect-timeout=0s"}, "--remote-connect-timeout"},
+		{"zero response cap", []string{"--remote-max-response-bytes=0"}, "--remote-max-response-bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,6 +140,45 @@ func TestRunRejectsInvalidFlags(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("run(%v) = %v, want error containing %q", tt.args, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestIdentityPolicyFlags: the identity server policy is strict unless the
+// operator widens it, and each flag reaches the remote-client cache.
+func TestIdentityPolicyFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want remote.ServerPolicy
+	}{
+		{name: "default: https only, no loopback, no allow-lists", want: remote.ServerPolicy{}},
+		{
+			name: "every flag",
+			args: []string{
+				"--identity-allow-http", "--identity-allow-loopback", "--identity-allow-insecure-skip-tls-verify",
+				"--identity-allow-proxy-url", "--identity-allowed-cidrs=10.1.2.3/8,fd00::/8", "--identity-allowed-host-suffixes=pools.example.com,.lab",
+			},
+			want: remote.ServerPolicy{
+				AllowHTTP: true, AllowLoopback: true, AllowInsecureSkipTLSVerify: true, AllowProxyURL: true,
+				AllowedCIDRs:        []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")},
+				AllowedHostSuffixes: []string{"pools.example.com", ".lab"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts, err := parseOptions(tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := opts.remote.policy.serverPolicy()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("policy = %+v, want %+v", got, tt.want)
 			}
 		})
 	}

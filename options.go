@@ -2,12 +2,15 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/component-base/logs"
 	logsv1 "k8s.io/component-base/logs/api/v1"
 	"sigs.k8s.io/cluster-api/util/flags"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
 )
 
 // options is everything the manager can be told on its command line. It is a
@@ -65,8 +68,41 @@ type remoteOptions struct {
 	probeInterval    time.Duration
 	probeTimeout     time.Duration
 	failureThreshold int
+	connectTimeout   time.Duration
+	maxResponseBytes int64
 	qps              float32
 	burst            int
+	policy           identityPolicyFlags
+}
+
+// identityPolicyFlags say which API servers tenants' kubeconfigs may send
+// the provider to (remote.ServerPolicy).
+type identityPolicyFlags struct {
+	allowHTTP                  bool
+	allowLoopback              bool
+	allowInsecureSkipTLSVerify bool
+	allowProxyURL              bool
+	allowedCIDRs               []string
+	allowedHostSuffixes        []string
+}
+
+// serverPolicy converts the flags; validate has checked the CIDRs.
+func (f identityPolicyFlags) serverPolicy() (remote.ServerPolicy, error) {
+	policy := remote.ServerPolicy{
+		AllowHTTP:                  f.allowHTTP,
+		AllowLoopback:              f.allowLoopback,
+		AllowInsecureSkipTLSVerify: f.allowInsecureSkipTLSVerify,
+		AllowProxyURL:              f.allowProxyURL,
+		AllowedHostSuffixes:        f.allowedHostSuffixes,
+	}
+	for _, cidr := range f.allowedCIDRs {
+		prefix, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			return remote.ServerPolicy{}, fmt.Errorf("--identity-allowed-cidrs: %q is not a CIDR: %w", cidr, err)
+		}
+		policy.AllowedCIDRs = append(policy.AllowedCIDRs, prefix.Masked())
+	}
+	return policy, nil
 }
 
 func newOptions() *options {
@@ -132,10 +168,29 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"How long one probe of an identity's API server may take.")
 	fs.IntVar(&o.remote.failureThreshold, "remote-probe-failure-threshold", 3,
 		"Consecutive failed probes after which an identity is reported Unreachable and disconnected.")
+	fs.DurationVar(&o.remote.connectTimeout, "remote-connect-timeout", 15*time.Second,
+		"How long connecting to an identity's API server may take, and any single request to it but watches.")
+	fs.Int64Var(&o.remote.maxResponseBytes, "remote-max-response-bytes", remote.DefaultMaxResponseBytes,
+		"Largest response body read from an identity's API server (for a watch: per connection, then reopened).")
 	fs.Float32Var(&o.remote.qps, "remote-client-qps", 20,
 		"Maximum queries per second to each identity's API server.")
 	fs.IntVar(&o.remote.burst, "remote-client-burst", 30,
 		"Maximum burst of queries to each identity's API server.")
+
+	// Tenants' kubeconfigs are untrusted: by default the provider only
+	// dials https servers outside loopback, link-local and metadata ranges.
+	fs.BoolVar(&o.remote.policy.allowHTTP, "identity-allow-http", false,
+		"Let identities' kubeconfigs name plain-http API servers (development only).")
+	fs.BoolVar(&o.remote.policy.allowLoopback, "identity-allow-loopback", false,
+		"Let identities' kubeconfigs name API servers on loopback addresses (local environments only).")
+	fs.BoolVar(&o.remote.policy.allowInsecureSkipTLSVerify, "identity-allow-insecure-skip-tls-verify", false,
+		"Let identities' kubeconfigs disable certificate verification with insecure-skip-tls-verify.")
+	fs.BoolVar(&o.remote.policy.allowProxyURL, "identity-allow-proxy-url", false,
+		"Let identities' kubeconfigs name a proxy-url (the provider cannot judge what the proxy then reaches).")
+	fs.StringSliceVar(&o.remote.policy.allowedCIDRs, "identity-allowed-cidrs", nil,
+		"If set, identities' API servers must be dialled at an address in one of these CIDRs (comma-separated).")
+	fs.StringSliceVar(&o.remote.policy.allowedHostSuffixes, "identity-allowed-host-suffixes", nil,
+		"If set, identities' API servers must be named by a host name equal to or under one of these DNS suffixes (comma-separated).")
 
 	// --diagnostics-address (metrics, served over authenticated HTTPS unless
 	// --insecure-diagnostics), --tls-min-version, --tls-cipher-suites and
@@ -160,6 +215,12 @@ func (o *options) validate() error {
 	}
 	if o.remote.probeInterval <= 0 || o.remote.probeTimeout <= 0 || o.remote.failureThreshold < 1 {
 		return fmt.Errorf("--remote-probe-interval, --remote-probe-timeout and --remote-probe-failure-threshold must be positive")
+	}
+	if o.remote.connectTimeout <= 0 || o.remote.maxResponseBytes <= 0 {
+		return fmt.Errorf("--remote-connect-timeout and --remote-max-response-bytes must be positive")
+	}
+	if _, err := o.remote.policy.serverPolicy(); err != nil {
+		return err
 	}
 	if o.remote.qps <= 0 || o.remote.burst <= 0 {
 		return fmt.Errorf("--remote-client-qps and --remote-client-burst must be positive")

@@ -49,14 +49,21 @@ func uncachedObjects() []client.Object {
 // setupReconcilers registers every controller with the manager, and the
 // remote-client cache they share.
 func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) error {
-	_, err := controllers.Setup(ctx, mgr, controllers.SetupOptions{
+	policy, err := opts.remote.policy.serverPolicy()
+	if err != nil {
+		return err
+	}
+	_, err = controllers.Setup(ctx, mgr, controllers.SetupOptions{
 		Remote: remote.Options{
 			ProbeInterval:    opts.remote.probeInterval,
 			ProbeTimeout:     opts.remote.probeTimeout,
 			FailureThreshold: opts.remote.failureThreshold,
+			ConnectTimeout:   opts.remote.connectTimeout,
+			MaxResponseBytes: opts.remote.maxResponseBytes,
 			QPS:              opts.remote.qps,
 			Burst:            opts.remote.burst,
 			UserAgent:        controllerName,
+			Policy:           policy,
 		},
 		WatchFilterValue: opts.watchFilterValue,
 		Concurrency: map[string]int{

@@ -113,6 +113,13 @@ const (
 	IdentityUnauthorizedReason = "Unauthorized"
 	// IdentityForbiddenReason: the credentials lack a permission the provider needs.
 	IdentityForbiddenReason = "Forbidden"
+	// IdentityServerNotAllowedReason: the kubeconfig's server (or what its
+	// name resolves to, its proxy or its TLS settings) breaks the provider's
+	// server policy; the message names the rule. Nothing was sent to it.
+	IdentityServerNotAllowedReason = "ServerNotAllowed"
+	// IdentityNotAnAPIServerReason: the server did not answer the discovery
+	// handshake as a Kubernetes API server; its answer is not shown.
+	IdentityNotAnAPIServerReason = "NotAnAPIServer"
 )
 
 // Generic reasons usable by any condition.

@@ -2,16 +2,16 @@ package remote
 
 import (
 	"context"
-	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -37,12 +37,13 @@ var requiredAccess = []struct {
 type accessor struct {
 	key       IdentityKey
 	namespace string
-	host      string
+	server    server
 	client    client.Client
 	reader    client.Reader
 	cache     cache.Cache
-	probe     *rest.RESTClient
-	owner     *Cache
+	// http is the client every request to the server goes through.
+	http  *http.Client
+	owner *Cache
 
 	cancel context.CancelFunc
 	// running counts the accessor's goroutines; stop waits for all of them.
@@ -56,49 +57,46 @@ func (a *accessor) hostAccess() HostAccess {
 }
 
 // connect builds and starts an accessor, or says why the identity cannot be
-// used: the API server must answer, grant every permission the provider
-// needs, and list the hosts within the connect timeout.
+// used: the server must pass the discovery handshake, grant every permission
+// the provider needs, and list the hosts, all within the connect timeout.
+// Every connection it makes is judged by the server policy when dialled.
 func connect(parent context.Context, owner *Cache, key IdentityKey, base *rest.Config, namespace string) (*accessor, error) {
 	opts := owner.opts
+	srv, err := parseServer(base.Host)
+	if err != nil {
+		return nil, newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "server %q is not a URL", base.Host)
+	}
+	httpClient, err := identityHTTPClient(base, opts)
+	if err != nil {
+		return nil, newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "cannot build an HTTP client for %s", srv.display)
+	}
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	if opts.UserAgent != "" {
 		cfg.UserAgent = opts.UserAgent
 	}
-	if opts.WrapTransport != nil {
-		cfg.Wrap(opts.WrapTransport)
-	}
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "cannot build an HTTP client: %v", err)
-	}
 
-	probeConfig := rest.CopyConfig(cfg)
-	probeConfig.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
-	probe, err := rest.UnversionedRESTClientForConfigAndClient(probeConfig, httpClient)
-	if err != nil {
-		return nil, newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "cannot build a client: %v", err)
-	}
 	connectCtx, cancelConnect := context.WithTimeout(parent, opts.ConnectTimeout)
 	defer cancelConnect()
-	if err := probeOnce(connectCtx, probe, opts.ConnectTimeout); err != nil {
-		return nil, classify(key, cfg.Host, err)
+	if err := discover(connectCtx, key, httpClient.Client, srv); err != nil {
+		return nil, err
 	}
+	httpClient.verified.Store(true)
 
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient.Client)
 	if err != nil {
-		return nil, classify(key, cfg.Host, err)
+		return nil, classify(key, srv.display, err)
 	}
-	direct, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: opts.Scheme, Mapper: mapper})
+	direct, err := client.New(cfg, client.Options{HTTPClient: httpClient.Client, Scheme: opts.Scheme, Mapper: mapper})
 	if err != nil {
-		return nil, classify(key, cfg.Host, err)
+		return nil, classify(key, srv.display, err)
 	}
-	if err := checkAccess(connectCtx, key, direct, namespace); err != nil {
+	if err := checkAccess(connectCtx, key, srv, direct, namespace); err != nil {
 		return nil, err
 	}
 
 	hostCache, err := cache.New(cfg, cache.Options{
-		HTTPClient:        httpClient,
+		HTTPClient:        httpClient.Client,
 		Scheme:            opts.Scheme,
 		Mapper:            mapper,
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
@@ -106,32 +104,32 @@ func connect(parent context.Context, owner *Cache, key IdentityKey, base *rest.C
 		DefaultTransform: cache.TransformStripManagedFields(),
 	})
 	if err != nil {
-		return nil, classify(key, cfg.Host, err)
+		return nil, classify(key, srv.display, err)
 	}
 	cached, err := client.New(cfg, client.Options{
-		HTTPClient: httpClient, Scheme: opts.Scheme, Mapper: mapper,
+		HTTPClient: httpClient.Client, Scheme: opts.Scheme, Mapper: mapper,
 		// Secrets hold user data and credentials: never cached.
 		Cache: &client.CacheOptions{Reader: hostCache, DisableFor: []client.Object{&corev1.Secret{}}},
 	})
 	if err != nil {
-		return nil, classify(key, cfg.Host, err)
+		return nil, classify(key, srv.display, err)
 	}
 
 	ctx, cancel := context.WithCancel(parent)
 	acc := &accessor{
-		key: key, namespace: namespace, host: cfg.Host, client: cached, reader: direct, cache: hostCache, probe: probe,
+		key: key, namespace: namespace, server: srv, client: cached, reader: direct, cache: hostCache, http: httpClient.Client,
 		owner: owner, cancel: cancel, done: make(chan struct{}),
 	}
 	informer, err := hostCache.GetInformer(ctx, &bmov1alpha1.BareMetalHost{})
 	if err != nil {
 		cancel()
-		return nil, classify(key, cfg.Host, err)
+		return nil, classify(key, srv.display, err)
 	}
 	acc.running.Go(func() { _ = hostCache.Start(ctx) })
 	if !hostCache.WaitForCacheSync(connectCtx) {
 		acc.stop()
 		return nil, newIdentityError(key, infrav1.IdentityUnreachableReason, false, nil,
-			"BareMetalHosts in namespace %s of %s could not be listed within %s", namespace, cfg.Host, opts.ConnectTimeout)
+			"BareMetalHosts in namespace %s of %s could not be listed within %s", namespace, srv.display, opts.ConnectTimeout)
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    acc.hostChanged,
@@ -139,10 +137,45 @@ func connect(parent context.Context, owner *Cache, key IdentityKey, base *rest.C
 		DeleteFunc: acc.hostChanged,
 	}); err != nil {
 		acc.stop()
-		return nil, classify(key, cfg.Host, err)
+		return nil, classify(key, srv.display, err)
 	}
 	acc.running.Go(func() { acc.probeLoop(ctx) })
 	return acc, nil
+}
+
+// guardedClient is an identity's HTTP client and the flag its guard reads.
+type guardedClient struct {
+	*http.Client
+	verified *atomic.Bool
+}
+
+// identityHTTPClient builds the one HTTP client all of an identity's
+// requests go through: dialled under the server policy, never through the
+// environment's proxy (the policy could not see past it), guarded, and
+// without following redirects.
+func identityHTTPClient(base *rest.Config, opts Options) (*guardedClient, error) {
+	cfg := rest.CopyConfig(base)
+	cfg.Dial = opts.Policy.dialer(opts.ConnectTimeout)
+	kubeconfigProxy := base.Proxy
+	cfg.Proxy = func(req *http.Request) (*url.URL, error) {
+		if kubeconfigProxy != nil {
+			return kubeconfigProxy(req)
+		}
+		return nil, nil
+	}
+	if opts.WrapTransport != nil {
+		cfg.Wrap(opts.WrapTransport)
+	}
+	verified := &atomic.Bool{}
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return &guard{next: next, policy: &opts.Policy, requestTimeout: opts.ConnectTimeout, maxBodyBytes: opts.MaxResponseBytes, verified: verified}
+	})
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	httpClient.CheckRedirect = noRedirects
+	return &guardedClient{Client: httpClient, verified: verified}, nil
 }
 
 // stop ends the accessor's informers and probe and waits until they are gone.
@@ -193,7 +226,7 @@ func (a *accessor) probeLoop(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
-		err := probeOnce(ctx, a.probe, opts.ProbeTimeout)
+		err := a.probeOnce(ctx, opts.ProbeTimeout)
 		if ctx.Err() != nil {
 			return
 		}
@@ -204,7 +237,7 @@ func (a *accessor) probeLoop(ctx context.Context) {
 		}
 		recordProbeFailure(a.key)
 		failures++
-		ie := classify(a.key, a.host, err)
+		ie := classify(a.key, a.server.display, err)
 		if failures >= opts.FailureThreshold || ie.Reason == infrav1.IdentityUnauthorizedReason {
 			// disconnect stops this accessor and waits for this goroutine,
 			// so it runs on its own.
@@ -214,17 +247,18 @@ func (a *accessor) probeLoop(ctx context.Context) {
 	}
 }
 
-// probeOnce asks for the API group list: every authenticated user may, so
-// success means reachable and credentials accepted.
-func probeOnce(ctx context.Context, probe *rest.RESTClient, timeout time.Duration) error {
+// probeOnce repeats the discovery handshake: every authenticated user may
+// list the API versions, so success means reachable, still an API server,
+// and credentials accepted.
+func (a *accessor) probeOnce(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return probe.Get().AbsPath("/api").Do(ctx).Error()
+	return discover(ctx, a.key, a.http, a.server)
 }
 
 // checkAccess asks the API server, one SelfSubjectAccessReview per verb,
 // whether the identity may do what the provider needs in namespace.
-func checkAccess(ctx context.Context, key IdentityKey, c client.Client, namespace string) error {
+func checkAccess(ctx context.Context, key IdentityKey, srv server, c client.Client, namespace string) error {
 	var missing []string
 	for _, need := range requiredAccess {
 		for _, verb := range need.verbs {
@@ -236,7 +270,7 @@ func checkAccess(ctx context.Context, key IdentityKey, c client.Client, namespac
 				},
 			}
 			if err := c.Create(ctx, review); err != nil {
-				return classify(key, "", err)
+				return classify(key, srv.display, err)
 			}
 			if !review.Status.Allowed {
 				resource := need.resource
@@ -252,23 +286,4 @@ func checkAccess(ctx context.Context, key IdentityKey, c client.Client, namespac
 			"not allowed to %s in namespace %s", strings.Join(missing, ", "), namespace)
 	}
 	return nil
-}
-
-// classify turns a failed request into the identity condition it means.
-func classify(key IdentityKey, host string, err error) *IdentityError {
-	if ie, ok := AsIdentityError(err); ok {
-		return ie
-	}
-	where := "the API server"
-	if host != "" {
-		where = fmt.Sprintf("the API server at %s", host)
-	}
-	switch {
-	case apierrors.IsUnauthorized(err):
-		return newIdentityError(key, infrav1.IdentityUnauthorizedReason, false, err, "%s rejects the credentials: %v", where, err)
-	case apierrors.IsForbidden(err):
-		return newIdentityError(key, infrav1.IdentityForbiddenReason, false, err, "%s forbids a request: %v", where, err)
-	default:
-		return newIdentityError(key, infrav1.IdentityUnreachableReason, false, err, "cannot reach %s: %v", where, err)
-	}
 }

@@ -113,6 +113,8 @@ func BenchmarkRemoteVsInCluster(b *testing.B) {
 		WrapTransport: remoteRequests.wrap,
 		// The same client limits as the manager's, so neither is throttled differently.
 		QPS: mgmtConfig.QPS, Burst: mgmtConfig.Burst,
+		// envtest's API servers listen on loopback.
+		Policy: ServerPolicy{AllowLoopback: true},
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -12,11 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -25,67 +22,6 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
-
-// Options configure a Cache. Zero durations take the defaults.
-type Options struct {
-	// SecretReader reads identity Secrets from the management cluster,
-	// uncached (the manager's API reader): they are read only when their
-	// metadata says they changed.
-	SecretReader client.Reader
-	// ManagementCache is the manager's cache. The Cache keeps a
-	// metadata-only informer on Secrets in it, to notice rotation and
-	// deletion without reading every Secret's data.
-	ManagementCache cache.Cache
-	// InClusterClient is the manager's client, used for the in-cluster identity.
-	InClusterClient client.Client
-	// InClusterReader reads from the management API server without cache
-	// (the manager's API reader); defaults to SecretReader.
-	InClusterReader client.Reader
-	Scheme          *runtime.Scheme
-
-	// ProbeInterval is how often a connected identity's API server is probed.
-	ProbeInterval time.Duration
-	// ProbeTimeout bounds one probe.
-	ProbeTimeout time.Duration
-	// FailureThreshold consecutive failed probes disconnect an identity.
-	FailureThreshold int
-	// ConnectTimeout bounds connecting: first request, access review and
-	// the first list of hosts.
-	ConnectTimeout time.Duration
-	// MinBackoff and MaxBackoff bound the wait between connection attempts
-	// of an identity that failed; it doubles with each failure.
-	MinBackoff, MaxBackoff time.Duration
-	// QPS and Burst limit each remote client.
-	QPS   float32
-	Burst int
-	// UserAgent identifies the provider to remote API servers.
-	UserAgent string
-	// WrapTransport, if set, wraps every remote client's transport (for
-	// request accounting or tracing).
-	WrapTransport func(http.RoundTripper) http.RoundTripper
-}
-
-func (o *Options) setDefaults() {
-	setDefault := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	setDefault(&o.ProbeInterval, 10*time.Second)
-	setDefault(&o.ProbeTimeout, 5*time.Second)
-	setDefault(&o.ConnectTimeout, 15*time.Second)
-	setDefault(&o.MinBackoff, 5*time.Second)
-	setDefault(&o.MaxBackoff, 2*time.Minute)
-	if o.FailureThreshold == 0 {
-		o.FailureThreshold = 3
-	}
-	if o.QPS == 0 {
-		o.QPS = 20
-	}
-	if o.Burst == 0 {
-		o.Burst = 30
-	}
-}
 
 // userKinds are the kinds that use identities; each gets an event source.
 var userKinds = []string{"Metal3Cluster", "Metal3Machine"}
@@ -344,6 +280,9 @@ func (c *Cache) remoteAccess(ctx context.Context, identity Identity) (HostAccess
 		return nil, fmt.Errorf("read identity Secret %s: %w", key.Secret(), err)
 	}
 	parsed, err := parseIdentitySecret(key, secret)
+	if err == nil {
+		err = c.checkPolicy(key, parsed)
+	}
 	if err != nil {
 		c.recordFailure(key, secret.ResourceVersion, "", err, false)
 		return nil, err
@@ -361,6 +300,14 @@ func (c *Cache) remoteAccess(ctx context.Context, identity Identity) (HostAccess
 		access := state.accessor.hostAccess()
 		c.mu.Unlock()
 		return access, nil
+	}
+	if state.accessor == nil && state.lastErr != nil && state.hash == parsed.hash && time.Now().Before(state.retryAt) {
+		// Only the Secret's metadata changed (a finalizer, a label): the
+		// server that failed gets no new request before the backoff ends.
+		state.secretVersion = secret.ResourceVersion
+		err := state.lastErr
+		c.mu.Unlock()
+		return nil, err
 	}
 	if state.accessor != nil {
 		// Rotation: the old credentials stop before the new ones start.
@@ -411,13 +358,15 @@ func (c *Cache) cachedAccess(key IdentityKey, secretVersion string) (HostAccess,
 }
 
 func (c *Cache) recordFailure(key IdentityKey, secretVersion, hash string, err error, retry bool) {
-	ie, ok := AsIdentityError(err)
-	if !ok {
-		ie = newIdentityError(key, infrav1.IdentityUnreachableReason, false, err, "%v", err)
-	}
+	ie := classify(key, "", err)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	state := c.stateLocked(key)
+	if state.lastErr == nil || state.lastErr.Reason != ie.Reason {
+		// Operators want to see a tenant's identity refused or failing,
+		// once per change rather than at every retry.
+		ctrl.Log.WithName("remote").Info("Identity cannot be used", "identity", key.String(), "reason", ie.Reason, "message", ie.Message)
+	}
 	c.disconnectLocked(key, state)
 	state.secretVersion, state.hash, state.lastErr = secretVersion, hash, ie
 	if retry {

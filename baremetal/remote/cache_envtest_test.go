@@ -59,6 +59,8 @@ func startTwoClusters(t *testing.T) *twoClusters {
 		SecretReader: mgr.GetAPIReader(), ManagementCache: mgr.GetCache(), InClusterClient: mgr.GetClient(), Scheme: scheme,
 		ProbeInterval: 500 * time.Millisecond, ProbeTimeout: 500 * time.Millisecond, FailureThreshold: 2,
 		MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second, ConnectTimeout: 5 * time.Second,
+		// envtest's API servers listen on loopback.
+		Policy: ServerPolicy{AllowLoopback: true},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -285,6 +287,17 @@ func TestIdentityErrors(t *testing.T) {
 			ContainSubstring("update baremetalhosts.metal3.io"),
 			Not(ContainSubstring("patch baremetalhosts")),
 		))
+	})
+
+	t.Run("a real API server's Forbidden message reaches callers", func(t *testing.T) {
+		g := NewWithT(t)
+		identity := tc.tenant(t, "tenant-curious", "tenant-curious", "pool-curious")
+		access := tc.hostAccess(t, machine("tenant-curious", "m"), identity)
+		err := access.Client().Get(tc.ctx, types.NamespacedName{Namespace: "kube-system", Name: "anything"}, &corev1.Secret{})
+		g.Expect(reasonAndMessage(classify(identity.Key, "", err))).To(And(
+			HavePrefix(infrav1.IdentityForbiddenReason),
+			ContainSubstring(`User "tenant-curious" cannot get resource "secrets" in API group "" in the namespace "kube-system"`),
+		), "the API server passed the handshake: its Status message is what makes Forbidden actionable")
 	})
 
 	t.Run("Unauthorized for credentials the server rejects", func(t *testing.T) {

@@ -5,5 +5,12 @@
 //
 // Kubeconfigs come from tenants and are treated as untrusted input: anything
 // that would make the controller run a program or read one of its own files
-// is rejected before a client is built.
+// is rejected before a client is built (kubeconfig.go). The network side is
+// closed too: a ServerPolicy judges every server before anything is sent and
+// every connection when it is dialled (policy.go); the first request to a
+// server is a discovery handshake that must be answered as a Kubernetes API
+// server does (discovery.go); and a guard between client-go and the
+// connection bounds every request and makes sure that nothing a server
+// answers reaches a condition or an Event, but the sanitized message of a
+// Kubernetes Status from a server that passed the handshake (guard.go).
 package remote

@@ -1,0 +1,86 @@
+package remote
+
+import (
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Options configure a Cache. Zero durations take the defaults.
+type Options struct {
+	// SecretReader reads identity Secrets from the management cluster,
+	// uncached (the manager's API reader): they are read only when their
+	// metadata says they changed.
+	SecretReader client.Reader
+	// ManagementCache is the manager's cache. The Cache keeps a
+	// metadata-only informer on Secrets in it, to notice rotation and
+	// deletion without reading every Secret's data.
+	ManagementCache cache.Cache
+	// InClusterClient is the manager's client, used for the in-cluster identity.
+	InClusterClient client.Client
+	// InClusterReader reads from the management API server without cache
+	// (the manager's API reader); defaults to SecretReader.
+	InClusterReader client.Reader
+	Scheme          *runtime.Scheme
+
+	// ProbeInterval is how often a connected identity's API server is probed.
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds one probe.
+	ProbeTimeout time.Duration
+	// FailureThreshold consecutive failed probes disconnect an identity.
+	FailureThreshold int
+	// ConnectTimeout bounds connecting (discovery handshake, access review
+	// and the first list of hosts), every single request but watches, and
+	// so how long a slow server can hold a reconcile.
+	ConnectTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait between connection attempts
+	// of an identity that failed; it doubles with each failure.
+	MinBackoff, MaxBackoff time.Duration
+	// QPS and Burst limit each remote client.
+	QPS   float32
+	Burst int
+	// UserAgent identifies the provider to remote API servers.
+	UserAgent string
+	// WrapTransport, if set, wraps every remote client's transport (for
+	// request accounting or tracing).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+
+	// Policy says which servers identities may point at; the zero value is
+	// the strict default (https only, no loopback, link-local or metadata).
+	Policy ServerPolicy
+	// MaxResponseBytes caps each response body read from an identity's
+	// server (for a watch: per connection, which is then reopened).
+	MaxResponseBytes int64
+}
+
+func (o *Options) setDefaults() {
+	setDefault := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	setDefault(&o.ProbeInterval, 10*time.Second)
+	setDefault(&o.ProbeTimeout, 5*time.Second)
+	setDefault(&o.ConnectTimeout, 15*time.Second)
+	setDefault(&o.MinBackoff, 5*time.Second)
+	setDefault(&o.MaxBackoff, 2*time.Minute)
+	if o.FailureThreshold == 0 {
+		o.FailureThreshold = 3
+	}
+	if o.QPS == 0 {
+		o.QPS = 20
+	}
+	if o.Burst == 0 {
+		o.Burst = 30
+	}
+	if o.MaxResponseBytes == 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+}
+
+// DefaultMaxResponseBytes bounds a response from an identity's server: a
+// list of a thousand BareMetalHosts is a few tens of megabytes at most.
+const DefaultMaxResponseBytes = 64 << 20
