@@ -64,10 +64,35 @@ func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, n
 // the manager before the test ends, as a provider restart would.
 func startStoppableControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, namespaces ...string) (*remote.Cache, func()) {
 	t.Helper()
+	return startControllersWith(t, mgmt, scheme, fixtureOptions{namespaces: namespaces, remote: testRemoteOptions()})
+}
+
+// testRemoteOptions are the remote-client cache settings of the tests:
+// fast probes and backoff so outages show within seconds, and loopback
+// allowed, since every envtest API server listens there.
+func testRemoteOptions() remote.Options {
+	return remote.Options{
+		ProbeInterval: 500 * time.Millisecond, ProbeTimeout: 500 * time.Millisecond, FailureThreshold: 2,
+		MinBackoff: 500 * time.Millisecond, MaxBackoff: 2 * time.Second, ConnectTimeout: 5 * time.Second,
+		Policy: remote.ServerPolicy{AllowLoopback: true},
+	}
+}
+
+// fixtureOptions vary the provider a test starts.
+type fixtureOptions struct {
+	// namespaces limit the manager to them, as --namespace does.
+	namespaces []string
+	remote     remote.Options
+}
+
+// startControllersWith runs the provider's controllers as configured, and
+// returns its identity cache and a function stopping it.
+func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, opts fixtureOptions) (*remote.Cache, func()) {
+	t.Helper()
 	cacheOptions := cache.Options{}
-	if len(namespaces) > 0 {
+	if len(opts.namespaces) > 0 {
 		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
+		for _, ns := range opts.namespaces {
 			cacheOptions.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
@@ -81,10 +106,7 @@ func startStoppableControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	started, err := Setup(ctx, mgr, SetupOptions{
-		Remote: remote.Options{
-			ProbeInterval: 500 * time.Millisecond, ProbeTimeout: 500 * time.Millisecond, FailureThreshold: 2,
-			MinBackoff: 500 * time.Millisecond, MaxBackoff: 2 * time.Second, ConnectTimeout: 5 * time.Second,
-		},
+		Remote:      opts.remote,
 		Concurrency: map[string]int{"Metal3Cluster": 4, "Metal3Machine": 4, "Metal3MachineTemplate": 1},
 		Controller:  controller.Options{SkipNameValidation: ptrTo(true)},
 	})

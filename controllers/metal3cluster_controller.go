@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
@@ -33,8 +34,10 @@ const machinesGoneRequeue = 10 * time.Second
 
 // Metal3ClusterReconciler reconciles Metal3Clusters.
 type Metal3ClusterReconciler struct {
-	Client           client.Client
-	Identities       *remote.Cache
+	Client     client.Client
+	Identities *remote.Cache
+	// Recorder emits Events on identity transitions; nil emits none.
+	Recorder         events.EventRecorder
 	WatchFilterValue string
 }
 
@@ -42,6 +45,7 @@ type Metal3ClusterReconciler struct {
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3clusters/status;metal3clusters/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller.
 func (r *Metal3ClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
@@ -115,6 +119,7 @@ func (r *Metal3ClusterReconciler) reconcileNormal(ctx context.Context, m3c *infr
 	access, identityErr := r.Identities.HostAccess(ctx, m3c, identity)
 	identityCondition := remote.IdentityCondition(identity, access, identityErr)
 	identityCondition.ObservedGeneration = m3c.Generation
+	recordIdentityTransition(r.Recorder, m3c, conditions.Get(m3c, infrav1.IdentityReadyCondition), identityCondition)
 	conditions.Set(m3c, identityCondition)
 	m3c.Status.Identity = remote.IdentityStatus(identity, access)
 	m3c.Status.FailureDomains = baremetal.ClusterFailureDomains(m3c)

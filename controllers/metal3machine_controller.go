@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
@@ -32,7 +33,10 @@ type Metal3MachineReconciler struct {
 	Identities *remote.Cache
 	// ClusterCache gives clients of workload clusters, to set Nodes'
 	// providerID when no cloud provider does. Nil disables that.
-	ClusterCache     clustercache.ClusterCache
+	ClusterCache clustercache.ClusterCache
+	// Recorder emits Events on transitions of the machine's own identity;
+	// nil emits none.
+	Recorder         events.EventRecorder
 	WatchFilterValue string
 }
 

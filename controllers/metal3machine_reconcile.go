@@ -227,6 +227,7 @@ func (r *Metal3MachineReconciler) reportIdentity(m3m *infrav1.Metal3Machine, ide
 	}
 	cond := remote.IdentityCondition(identity, access, err)
 	cond.ObservedGeneration = m3m.Generation
+	recordIdentityTransition(r.Recorder, m3m, conditions.Get(m3m, infrav1.IdentityReadyCondition), cond)
 	conditions.Set(m3m, cond)
 }
 

@@ -89,11 +89,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 
 	if err := (&Metal3ClusterReconciler{
 		Client: mgr.GetClient(), Identities: identities, WatchFilterValue: opts.WatchFilterValue,
+		Recorder: mgr.GetEventRecorder("metal3cluster-controller"),
 	}).SetupWithManager(ctx, mgr, options("Metal3Cluster")); err != nil {
 		return nil, fmt.Errorf("set up Metal3Cluster controller: %w", err)
 	}
 	if err := (&Metal3MachineReconciler{
 		Client: mgr.GetClient(), Identities: identities, ClusterCache: workloadClusters, WatchFilterValue: opts.WatchFilterValue,
+		Recorder: mgr.GetEventRecorder("metal3machine-controller"),
 	}).SetupWithManager(ctx, mgr, options("Metal3Machine")); err != nil {
 		return nil, fmt.Errorf("set up Metal3Machine controller: %w", err)
 	}

@@ -1,0 +1,41 @@
+package controllers
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// maxEventNoteBytes is the API server's limit on an Event's note.
+const maxEventNoteBytes = 1024
+
+// recordIdentityTransition emits an Event when an object's IdentityReady
+// condition changes state, and when it first fails: a tenant's identity
+// breaking or recovering is what `kubectl describe` and event-based alerts
+// must show. Its note is the condition's message, which never carries what
+// a server answered.
+func recordIdentityTransition(recorder events.EventRecorder, obj runtime.Object, previous *metav1.Condition, current metav1.Condition) {
+	if recorder == nil || current.Reason == infrav1.IdentityInClusterReason {
+		return
+	}
+	if previous == nil && current.Status == metav1.ConditionTrue {
+		return
+	}
+	if previous != nil && previous.Status == current.Status && previous.Reason == current.Reason {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if current.Status != metav1.ConditionTrue {
+		eventType = corev1.EventTypeWarning
+	}
+	note := current.Message
+	if len(note) > maxEventNoteBytes {
+		note = strings.ToValidUTF8(note[:maxEventNoteBytes-len("…")], "") + "…"
+	}
+	recorder.Eventf(obj, nil, eventType, "Identity"+current.Reason, "ConnectIdentity", "%s", note)
+}
