@@ -93,8 +93,15 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 // isWatch tells streaming requests, which stay open as long as the server
 // sends events, from the others.
 func isWatch(u *url.URL) bool {
+	if strings.Contains(u.Path, "/watch/") {
+		return true
+	}
+	if !strings.Contains(u.RawQuery, "watch=") {
+		// Most requests: no need to parse the query.
+		return false
+	}
 	watch := u.Query().Get("watch")
-	return watch == "true" || watch == "1" || strings.Contains(u.Path, "/watch/")
+	return watch == "true" || watch == "1"
 }
 
 // isErrorStatus is client-go's notion of a failed request.

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -374,4 +375,31 @@ func TestGuardBoundsCost(t *testing.T) {
 			t.Fatalf("watch read %q, %v; want the event sent after the timeout", body, err)
 		}
 	})
+}
+
+// BenchmarkGuard measures what the guard adds to a request: one GET of a
+// small object from a local server through the same transport, bare and
+// guarded (policy checks, request timeout, body cap).
+func BenchmarkGuard(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(apiVersions))
+	b.Cleanup(srv.Close)
+	bare := &http.Transport{DialContext: (&net.Dialer{}).DialContext}
+	guarded := &guard{next: bare, policy: &localPolicy, requestTimeout: 5 * time.Second, maxBodyBytes: DefaultMaxResponseBytes, verified: &atomic.Bool{}}
+	for _, tc := range []struct {
+		name      string
+		transport http.RoundTripper
+	}{{"bare", bare}, {"guarded", guarded}} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := &http.Client{Transport: tc.transport}
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := c.Get(srv.URL + "/api") //nolint:noctx // benchmark client
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+		})
+	}
 }
