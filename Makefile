@@ -100,13 +100,17 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into c
 		webhook output:webhook:dir=./config/webhook
 
 .PHONY: verify
-verify: ## Fail if generated code or manifests are stale, or go mod tidy would change go.mod.
+verify: check-tracked-files ## Fail if generated code or manifests are stale, go mod tidy would change go.mod, or a build output is tracked.
 	go mod tidy -diff
 	$(MAKE) generate manifests
 	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
 		git status --porcelain -- api config; git diff -- api config | head -100; \
 		echo "generated files are stale: run 'make generate manifests' and commit the result"; exit 1; \
 	fi
+
+.PHONY: check-tracked-files
+check-tracked-files: ## Fail if git tracks an executable binary or a file over 1 MiB.
+	bash hack/check-tracked-files.sh
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
