@@ -22,6 +22,14 @@ GOLANGCI_LINT := $(TOOLS_BIN_DIR)/golangci-lint-$(GOLANGCI_LINT_VER)
 TEST_ARGS ?=
 # How long each fuzz target runs in `make test-fuzz`.
 FUZZ_TIME ?= 20s
+# The release: the manager image and where the clusterctl artifacts go.
+REGISTRY ?= ghcr.io/metal3-multitenancy
+IMAGE_NAME ?= cluster-api-provider-metal3
+TAG ?= dev
+IMAGE ?= $(REGISTRY)/$(IMAGE_NAME):$(TAG)
+RELEASE_DIR ?= out
+GO_VERSION ?= 1.26
+
 # Arguments for the manager in `make run`. A local run reaches pools' API
 # servers on this machine (kind, envtest), hence --identity-allow-loopback;
 # https is still required (add --identity-allow-http for a plain-http pool).
@@ -43,6 +51,21 @@ build: ## Build the manager binary into bin/manager.
 .PHONY: run
 run: ## Run the manager against the cluster of $KUBECONFIG (RUN_ARGS for flags).
 	go run . $(RUN_ARGS)
+
+##@ Release
+
+.PHONY: release-manifests
+release-manifests: ## Render the clusterctl artifacts into RELEASE_DIR (components for IMAGE, metadata, cluster templates).
+	go run ./hack/release --out $(RELEASE_DIR) --image $(IMAGE)
+
+.PHONY: docker-build
+docker-build: ## Build the manager image IMAGE from this tree (needs a container engine).
+	@docker info >/dev/null 2>&1 || { echo "docker-build needs a running container engine; 'docker info' fails here"; exit 1; }
+	docker build --build-arg GO_VERSION=$(GO_VERSION) -t $(IMAGE) .
+
+.PHONY: docker-push
+docker-push: ## Push the manager image IMAGE.
+	docker push $(IMAGE)
 
 ##@ Test
 
@@ -135,5 +158,5 @@ $(GOLANGCI_LINT):
 	mv $(TOOLS_BIN_DIR)/golangci-lint $@
 
 .PHONY: clean
-clean: ## Remove built binaries and tools (not the envtest cache).
-	rm -rf $(BIN_DIR) $(TOOLS_BIN_DIR)
+clean: ## Remove built binaries, tools and release artifacts (not the envtest cache).
+	rm -rf $(BIN_DIR) $(TOOLS_BIN_DIR) $(RELEASE_DIR)
