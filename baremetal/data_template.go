@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -36,6 +38,33 @@ func (m *DataTemplateManager) inIndexSpace(data *infrav1.Metal3Data) bool {
 		return data.Spec.TemplateReference == ref
 	}
 	return data.Spec.Template.Name == m.Template.Name
+}
+
+// SetClusterOwner makes the template's Cluster (spec.clusterName) one of its
+// owners and labels it with the cluster's name, as CAPI does for every
+// object of a cluster: clusterctl move then carries the template with its
+// cluster (it moves only what hangs from a Cluster), and deleting the
+// cluster deletes the template. found is false while the Cluster does not
+// exist; the template is still served meanwhile.
+func (m *DataTemplateManager) SetClusterOwner(ctx context.Context) (found bool, err error) {
+	cluster := &clusterv1.Cluster{}
+	key := client.ObjectKey{Namespace: m.Template.Namespace, Name: m.Template.Spec.ClusterName}
+	if err := m.Client.Get(ctx, key, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("get Cluster %s of Metal3DataTemplate %s: %w", key, m.Template.Name, err)
+	}
+	labels := m.Template.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[clusterv1.ClusterNameLabel] = cluster.Name
+	m.Template.SetLabels(labels)
+	m.Template.OwnerReferences = util.EnsureOwnerRef(m.Template.OwnerReferences, metav1.OwnerReference{
+		APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID,
+	})
+	return true, nil
 }
 
 // AllocateIndexes gives every claim of the template its Metal3Data,

@@ -11,6 +11,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
@@ -171,4 +173,39 @@ func TestDataTemplateIndexesStableAcrossRestartsAndRevisions(t *testing.T) {
 	want["b-0"], want["b-1"] = "workers-v2-4/4", "workers-v2-5/5"
 	g.Eventually(dataOf).WithTimeout(30 * time.Second).Should(Equal(want))
 	g.Consistently(dataOf).WithTimeout(2*time.Second).Should(Equal(want), "indexes stay put")
+}
+
+// TestDataTemplateOwnedByItsCluster: a template is owned by the Cluster it
+// names, also when the Cluster comes after it, so clusterctl move carries it
+// with the cluster and deleting the cluster deletes it.
+func TestDataTemplateOwnedByItsCluster(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := testScheme(t)
+	mgmt := managementCluster(t, scheme, noHosts)
+	startControllers(t, mgmt, scheme)
+	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+
+	template := &infrav1.Metal3DataTemplate{
+		ObjectMeta: metav1ObjectMeta("tenant-a", "nodes"),
+		Spec:       infrav1.Metal3DataTemplateSpec{ClusterName: "cluster-a"},
+	}
+	g.Expect(mgmt.Client.Create(ctx, template)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(template), template)).To(Succeed())
+		g.Expect(template.Finalizers).To(ContainElement(infrav1.DataTemplateFinalizer))
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the template is served before its Cluster exists")
+	g.Expect(template.OwnerReferences).To(BeEmpty())
+
+	wc := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
+	wc.create(t, mgmt.Client)
+	cluster := &clusterv1.Cluster{}
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "cluster-a"}, cluster)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(template), template)).To(Succeed())
+		g.Expect(template.Labels).To(HaveKeyWithValue(clusterv1.ClusterNameLabel, "cluster-a"))
+		g.Expect(template.OwnerReferences).To(ConsistOf(metav1.OwnerReference{
+			APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "cluster-a", UID: cluster.UID,
+		}))
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the Cluster's creation makes it the template's owner")
 }

@@ -7,14 +7,18 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
@@ -38,6 +42,7 @@ type Metal3DataTemplateReconciler struct {
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datas,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
 
 // SetupWithManager registers the controller.
 func (r *Metal3DataTemplateReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
@@ -59,7 +64,29 @@ func (r *Metal3DataTemplateReconciler) SetupWithManager(ctx context.Context, mgr
 			}
 			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: data.Namespace, Name: data.Spec.Template.Name}}}
 		})).
+		// A Cluster created after its templates becomes their owner.
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToTemplates),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc: func(event.CreateEvent) bool { return true },
+				UpdateFunc: func(event.UpdateEvent) bool { return false },
+				DeleteFunc: func(event.DeleteEvent) bool { return false },
+			})).
 		Complete(r)
+}
+
+// clusterToTemplates maps a Cluster to the Metal3DataTemplates naming it.
+func (r *Metal3DataTemplateReconciler) clusterToTemplates(ctx context.Context, obj client.Object) []ctrl.Request {
+	templates := &infrav1.Metal3DataTemplateList{}
+	if err := r.Client.List(ctx, templates, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var requests []ctrl.Request
+	for _, template := range templates.Items {
+		if template.Spec.ClusterName == obj.GetName() {
+			requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&template)})
+		}
+	}
+	return requests
 }
 
 // Reconcile allocates, releases and records the template's indexes.
@@ -97,6 +124,13 @@ func (r *Metal3DataTemplateReconciler) Reconcile(ctx context.Context, req ctrl.R
 
 	if controllerutil.AddFinalizer(template, infrav1.DataTemplateFinalizer) {
 		return ctrl.Result{}, nil
+	}
+	if found, err := manager.SetClusterOwner(ctx); err != nil {
+		return ctrl.Result{}, err
+	} else if !found {
+		// The Cluster's creation wakes the template (see SetupWithManager).
+		ctrl.LoggerFrom(ctx).Info("Cluster of the template not found yet; it will own the template once it exists",
+			"cluster", template.Spec.ClusterName)
 	}
 	releasing, err := manager.AllocateIndexes(ctx)
 	if err != nil {
