@@ -76,8 +76,8 @@ test: test-binaries ## Unit and envtest integration tests (builds the binaries t
 # The tests would build these on first use too, but inside go test's
 # per-package timeout; built here, a cold machine never runs into it.
 .PHONY: test-binaries
-test-binaries: ## Build (once) every binary the tests run: envtest, BMO, both IPAM providers.
-	@for tool in envtest bmo ipam incluster-ipam; do bash hack/tools-bin.sh $$tool >/dev/null; done
+test-binaries: ## Build (once) every binary the tests run: envtest, BMO, both IPAM providers; fetch cert-manager CRDs.
+	@for tool in envtest bmo ipam incluster-ipam cert-manager-crds; do bash hack/tools-bin.sh $$tool >/dev/null; done
 
 .PHONY: test-fuzz
 test-fuzz: ## Run every fuzz target for FUZZ_TIME each.

@@ -155,6 +155,11 @@ func TestIdentityPolicyFlags(t *testing.T) {
 	}{
 		{name: "default: https only, no loopback, no allow-lists", want: remote.ServerPolicy{}},
 		{
+			name: "empty lists, as clusterctl renders unset variables",
+			args: []string{`--identity-allowed-cidrs=""`, `--identity-allowed-host-suffixes=""`},
+			want: remote.ServerPolicy{},
+		},
+		{
 			name: "every flag",
 			args: []string{
 				"--identity-allow-http", "--identity-allow-loopback", "--identity-allow-insecure-skip-tls-verify",

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -93,9 +94,9 @@ func (f identityPolicyFlags) serverPolicy() (remote.ServerPolicy, error) {
 		AllowLoopback:              f.allowLoopback,
 		AllowInsecureSkipTLSVerify: f.allowInsecureSkipTLSVerify,
 		AllowProxyURL:              f.allowProxyURL,
-		AllowedHostSuffixes:        f.allowedHostSuffixes,
+		AllowedHostSuffixes:        nonEmpty(f.allowedHostSuffixes),
 	}
-	for _, cidr := range f.allowedCIDRs {
+	for _, cidr := range nonEmpty(f.allowedCIDRs) {
 		prefix, err := netip.ParsePrefix(cidr)
 		if err != nil {
 			return remote.ServerPolicy{}, fmt.Errorf("--identity-allowed-cidrs: %q is not a CIDR: %w", cidr, err)
@@ -238,4 +239,17 @@ func (o *options) validate() error {
 		}
 	}
 	return nil
+}
+
+// nonEmpty drops blank entries of a list flag: an unset clusterctl variable
+// renders as --flag="" (clusterctl needs a non-empty default), which must
+// mean no list rather than a list of one empty entry.
+func nonEmpty(values []string) []string {
+	var out []string
+	for _, v := range values {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

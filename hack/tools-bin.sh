@@ -8,12 +8,14 @@
 #            with its CRDs (in crds/ beside the binary).
 #   ipam     the Metal3 IP Address Manager, likewise with its CRDs in crds/.
 #   incluster-ipam  the CAPI in-cluster IPAM provider, with its pool CRDs in crds/.
+#   cert-manager-crds  cert-manager's CRDs (no binary: its commands are not on the
+#            proxy), for tests where clusterctl must find cert-manager's API.
 #
 # Each binary lands in a per-user cache directory keyed by its version, so a
 # second run finds it and builds nothing. The directory is printed on stdout
 # (envtest: the value for KUBEBUILDER_ASSETS); progress goes to stderr.
 #
-# Usage: hack/tools-bin.sh envtest|bmo|ipam|incluster-ipam
+# Usage: hack/tools-bin.sh envtest|bmo|ipam|incluster-ipam|cert-manager-crds
 set -euo pipefail
 
 KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.36.3}"
@@ -27,6 +29,8 @@ IPAM_API_VERSION="${IPAM_API_VERSION:-v1.13.1}"
 # v1.1.0 is the newest release on the proxy and the first that speaks
 # ipam.cluster.x-k8s.io/v1beta2, the version CAPI v1.14 CRDs store.
 INCLUSTER_IPAM_VERSION="${INCLUSTER_IPAM_VERSION:-v1.1.0}"
+# The version clusterctl v1.14 installs by default.
+CERT_MANAGER_VERSION="${CERT_MANAGER_VERSION:-v1.21.1}"
 
 CACHE_ROOT="${CAPM3_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/capm3-tools}"
 
@@ -65,8 +69,14 @@ build_kube_apiserver() {
 			awk -v v="$staging" '{print "replace " $1 " => " $1 " " v}'
 	} >>"$dir/go.mod"
 	log "building kube-apiserver ${KUBERNETES_VERSION} (first build takes several minutes)"
+	# The version a release build stamps in; without it the server reports
+	# v0.0.0-master, which clients that check versions (clusterctl) refuse.
+	local minor="${KUBERNETES_VERSION#v1.}"
+	minor="${minor%%.*}"
+	local version_pkg=k8s.io/component-base/version
+	local ldflags="-X ${version_pkg}.gitVersion=${KUBERNETES_VERSION} -X ${version_pkg}.gitMajor=1 -X ${version_pkg}.gitMinor=${minor} -X ${version_pkg}.gitTreeState=clean"
 	(cd "$dir" && go get "k8s.io/kubernetes/cmd/kube-apiserver@${KUBERNETES_VERSION}" >&2 &&
-		CGO_ENABLED=0 go build -trimpath -o "$out" k8s.io/kubernetes/cmd/kube-apiserver >&2)
+		CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out" k8s.io/kubernetes/cmd/kube-apiserver >&2)
 }
 
 build_etcd() {
@@ -126,6 +136,20 @@ build_incluster_ipam() {
 	build_controller "$1" sigs.k8s.io/cluster-api-ipam-provider-in-cluster "$INCLUSTER_IPAM_VERSION" config/crd/bases
 }
 
+# fetch_cert_manager_crds copies the CRDs of the cert-manager module into
+# $1/crds; $1 is a temporary directory that ensure_dir renames into place.
+fetch_cert_manager_crds() {
+	local out="$1" src
+	new_scratch_module
+	log "downloading cert-manager ${CERT_MANAGER_VERSION} CRDs"
+	src="$(cd "$SCRATCH" && go mod download -json "github.com/cert-manager/cert-manager@${CERT_MANAGER_VERSION}" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+	[ -n "$src" ] || { log "cannot download github.com/cert-manager/cert-manager@${CERT_MANAGER_VERSION}"; return 1; }
+	mkdir -p "$out/crds"
+	cp "$src"/deploy/crds/*.yaml "$out/crds/"
+	chmod -R u+w "$out"
+}
+
 # ensure builds $name into $dir unless it is already there. Builds go to a
 # temporary name first so an interrupted build never leaves a half binary that
 # a later run would trust.
@@ -142,7 +166,8 @@ ensure() {
 
 case "${1:-}" in
 envtest)
-	dir="$CACHE_ROOT/envtest/k8s-${KUBERNETES_VERSION}-etcd-${ETCD_VERSION}"
+	# -2: the API server reports its version (build flags changed).
+	dir="$CACHE_ROOT/envtest/k8s-${KUBERNETES_VERSION}-etcd-${ETCD_VERSION}-2"
 	ensure "$dir" kube-apiserver build_kube_apiserver
 	ensure "$dir" etcd build_etcd
 	echo "$dir"
@@ -162,8 +187,19 @@ incluster-ipam)
 	ensure "$dir" ipam-incluster build_incluster_ipam
 	echo "$dir"
 	;;
+cert-manager-crds)
+	dir="$CACHE_ROOT/cert-manager/${CERT_MANAGER_VERSION}"
+	if [ ! -d "$dir/crds" ]; then
+		mkdir -p "$(dirname "$dir")"
+		tmp="$dir.partial.$$"
+		rm -rf "$tmp"
+		fetch_cert_manager_crds "$tmp"
+		mv -f "$tmp" "$dir"
+	fi
+	echo "$dir"
+	;;
 *)
-	echo "usage: $0 envtest|bmo|ipam|incluster-ipam" >&2
+	echo "usage: $0 envtest|bmo|ipam|incluster-ipam|cert-manager-crds" >&2
 	exit 2
 	;;
 esac

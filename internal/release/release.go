@@ -107,8 +107,8 @@ func Components(root, image string) ([]byte, error) {
 // templates/cluster-template*.yaml and templates/clusterclass-*.yaml, each
 // checked to be YAML.
 func Templates(root string) (map[string][]byte, error) {
-	dir := filepath.Join(root, "templates")
-	entries, err := os.ReadDir(dir)
+	dir := os.DirFS(filepath.Join(root, "templates"))
+	entries, err := fs.ReadDir(dir, ".")
 	if err != nil {
 		return nil, fmt.Errorf("read templates: %w", err)
 	}
@@ -119,7 +119,7 @@ func Templates(root string) (map[string][]byte, error) {
 			(!strings.HasPrefix(name, "cluster-template") && !strings.HasPrefix(name, "clusterclass-")) {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, name))
+		data, err := fs.ReadFile(dir, name)
 		if err != nil {
 			return nil, fmt.Errorf("read template %s: %w", name, err)
 		}
@@ -149,20 +149,16 @@ func checkYAML(data []byte) error {
 // so a release can set its image without touching the work tree.
 func loadConfig(root string) (filesys.FileSystem, error) {
 	memFS := filesys.MakeFsInMemory()
-	configDir := filepath.Join(root, "config")
-	err := filepath.WalkDir(configDir, func(path string, entry fs.DirEntry, err error) error {
+	configDir := os.DirFS(filepath.Join(root, "config"))
+	err := fs.WalkDir(configDir, ".", func(path string, entry fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		target := "/" + filepath.ToSlash(rel)
+		target := "/config/" + path
 		if entry.IsDir() {
 			return memFS.MkdirAll(target)
 		}
-		data, err := os.ReadFile(path)
+		data, err := fs.ReadFile(configDir, path)
 		if err != nil {
 			return err
 		}

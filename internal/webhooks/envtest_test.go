@@ -2,11 +2,8 @@ package webhooks_test
 
 import (
 	"context"
-	"crypto/tls"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,15 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/webhooks"
 )
 
 const tenantNamespace = "tenant-a"
@@ -42,54 +35,12 @@ func apiServerWithWebhooks(t *testing.T) client.Client {
 			t.Fatal(err)
 		}
 	}
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	env := testenv.Start(t, testenv.Options{
 		Scheme:       scheme,
 		CRDs:         testenv.ProviderCRDs(t),
-		WebhookPaths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+		WebhookPaths: testenv.ProviderWebhookPaths(t),
 	})
-
-	wio := env.WebhookInstallOptions
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
-		}),
-	})
-	if err != nil {
-		t.Fatalf("create manager: %v", err)
-	}
-	if err := webhooks.SetupWithManager(mgr); err != nil {
-		t.Fatalf("set up webhooks: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-
-	addr := net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))
-	NewWithT(t).Eventually(func() error {
-		dialer := &tls.Dialer{
-			NetDialer: &net.Dialer{Timeout: time.Second},
-			// A local test server with a throw-away certificate.
-			Config: &tls.Config{InsecureSkipVerify: true},
-		}
-		conn, err := dialer.DialContext(context.Background(), "tcp", addr)
-		if err != nil {
-			return err
-		}
-		return conn.Close()
-	}).WithTimeout(30*time.Second).Should(Succeed(), "webhook server should start serving")
+	env.ServeProviderWebhooks(t)
 
 	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNamespace}}); err != nil {
 		t.Fatalf("create namespace: %v", err)

@@ -1,0 +1,79 @@
+package testenv
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/webhooks"
+)
+
+// ProviderWebhookPaths is the provider's generated webhook configuration,
+// for Options.WebhookPaths: envtest installs it pointing at its local
+// serving address, which ServeProviderWebhooks then serves.
+func ProviderWebhookPaths(t testing.TB) []string {
+	t.Helper()
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{filepath.Join(root, "config", "webhook", "manifests.yaml")}
+}
+
+// ServeProviderWebhooks runs the provider's defaulting and validating
+// webhooks for the environment (started with ProviderWebhookPaths) until the
+// test ends, and returns once they answer.
+func (e *Env) ServeProviderWebhooks(t testing.TB) {
+	t.Helper()
+	wio := e.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
+		}),
+	})
+	if err != nil {
+		t.Fatalf("create webhook manager: %v", err)
+	}
+	if err := webhooks.SetupWithManager(mgr); err != nil {
+		t.Fatalf("set up webhooks: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("webhook manager: %v", err)
+		}
+	})
+
+	addr := net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		dialer := &tls.Dialer{
+			NetDialer: &net.Dialer{Timeout: time.Second},
+			// A local test server with a throw-away certificate.
+			Config: &tls.Config{InsecureSkipVerify: true},
+		}
+		conn, err := dialer.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			_ = conn.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("webhook server did not start serving on %s: %v", addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

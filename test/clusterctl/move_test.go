@@ -1,0 +1,334 @@
+package clusterctl_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	"sigs.k8s.io/cluster-api/cmd/clusterctl/client"
+	clusterctllog "sigs.k8s.io/cluster-api/cmd/clusterctl/log"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+)
+
+const (
+	tenantNamespace = "tenant-a"
+	poolNamespace   = "pool-east"
+	clusterName     = "tenant-a-1"
+)
+
+// TestMoveCarriesEveryKindOfOurs: after the provider has provisioned a
+// tenant's machine through a remote pool, `clusterctl move` (dry run: what
+// it would move) takes every kind of ours in the tenant's namespace, and the
+// identity Secret, and nothing of the Bare Metal Operator: the hosts and the
+// Secrets written next to them stay in the pool.
+func TestMoveCarriesEveryKindOfOurs(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := moveScheme(t)
+	mgmt := testenv.Start(t, testenv.Options{
+		Scheme: scheme,
+		CRDs:   testenv.ProviderCRDs(t),
+		CRDDirectoryPaths: append([]string{testenv.CAPICRDPath(t), testenv.IPAMCRDPath(t), testenv.CertManagerCRDPath(t)},
+			testenv.CAPIKubeadmCRDPaths(t)...),
+	})
+	pool := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+	pool.StartBMO(t, poolNamespace)
+	pool.GrantInNamespace(t, poolNamespace, "tenant-a", testenv.HostProviderRules()...)
+	mgmt.GrantInNamespace(t, tenantNamespace, "nobody")
+	registerHost(t, pool.Client, "host-0")
+
+	// The tenant's cluster, as clusterctl generate and Cluster API leave it:
+	// the owner references are those CAPI's controllers set.
+	identity := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-pool-identity"},
+		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, "tenant-a", "pool-east", poolNamespace)},
+	}
+	g.Expect(mgmt.Client.Create(ctx, identity)).To(Succeed())
+	cluster := createCluster(t, mgmt.Client)
+	template := &infrav1.Metal3MachineTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-workers", OwnerReferences: ownedBy(cluster)},
+		Spec:       infrav1.Metal3MachineTemplateSpec{Template: infrav1.Metal3MachineTemplateResource{Spec: machineSpec()}},
+	}
+	g.Expect(mgmt.Client.Create(ctx, template)).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3DataTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-nodes"},
+		Spec: infrav1.Metal3DataTemplateSpec{ClusterName: clusterName, MetaData: &infrav1.MetaData{
+			ObjectNames: []infrav1.MetaDataObjectName{{Key: "name", Object: "machine"}},
+		}},
+	})).To(Succeed())
+	createMachine(t, mgmt.Client, cluster, "worker-0")
+
+	// Our controllers do their part: claim the host through the identity,
+	// render the data next to it, own and label what they must.
+	stop := startProvider(t, mgmt)
+	g.Eventually(func(g Gomega) {
+		m3m := &infrav1.Metal3Machine{}
+		g.Expect(mgmt.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: tenantNamespace, Name: "worker-0"}, m3m)).To(Succeed())
+		g.Expect(m3m.Status.RenderedData).NotTo(BeNil(), "the machine's data is rendered")
+		g.Expect(ptr.Deref(m3m.Status.Initialization.Provisioned, false)).To(BeTrue(), "the host is provisioned")
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	stop()
+
+	// The management cluster becomes one clusterctl knows; then the dry run.
+	initManagementCluster(t, mgmt, localRepository(t))
+	moved := dryRunMove(t, mgmt)
+	t.Logf("clusterctl move would create: %v", moved)
+
+	for _, want := range []string{
+		"Cluster/" + clusterName, "Metal3Cluster/" + clusterName, "Machine/worker-0", "Metal3Machine/worker-0",
+		"Metal3MachineTemplate/" + clusterName + "-workers", "Metal3DataTemplate/" + clusterName + "-nodes",
+		"Metal3DataClaim/worker-0", "Metal3Data/" + clusterName + "-nodes-0", "Secret/" + identity.Name,
+	} {
+		g.Expect(moved).To(ContainElement(want), "clusterctl move takes %s", want)
+	}
+	for _, name := range moved {
+		g.Expect(name).NotTo(HavePrefix("BareMetalHost/"), "no host moves: they are in the pool")
+	}
+	secrets := slices.DeleteFunc(slices.Clone(moved), func(name string) bool { return !hasKind(name, "Secret") })
+	g.Expect(secrets).To(ConsistOf("Secret/"+identity.Name, "Secret/worker-0-bootstrap"),
+		"no Secret of a host (user data, metadata, network data, BMC credentials) is in the tenant's namespace")
+
+	// What stays in the pool: the host, claimed by the tenant's machine,
+	// and the Secrets written next to it.
+	host := &bmov1alpha1.BareMetalHost{}
+	g.Expect(pool.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: poolNamespace, Name: "host-0"}, host)).To(Succeed())
+	g.Expect(host.Spec.ConsumerRef).NotTo(BeNil())
+	g.Expect(host.Spec.MetaData).NotTo(BeNil())
+	g.Expect(pool.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: poolNamespace, Name: host.Spec.MetaData.Name}, &corev1.Secret{})).To(Succeed())
+}
+
+func hasKind(name, kind string) bool { return len(name) > len(kind) && name[:len(kind)+1] == kind+"/" }
+
+func moveScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, clusterv1.AddToScheme, bmov1alpha1.AddToScheme, infrav1.AddToScheme,
+		ipamv1.AddToScheme, capipamv1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return scheme
+}
+
+// registerHost creates a host and its BMC credentials in the pool; the Bare
+// Metal Operator registers and inspects it.
+func registerHost(t *testing.T, c ctrlclient.Client, name string) {
+	t.Helper()
+	ctx := context.Background()
+	bmc := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: poolNamespace, Name: name + "-bmc"},
+		StringData: map[string]string{"username": "admin", "password": "password"},
+	}
+	if err := c.Create(ctx, bmc); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &bmov1alpha1.BareMetalHost{
+		ObjectMeta: metav1.ObjectMeta{Namespace: poolNamespace, Name: name},
+		Spec: bmov1alpha1.BareMetalHostSpec{
+			Online: true, BootMACAddress: "00:5c:52:31:3a:10",
+			BMC: bmov1alpha1.BMCDetails{Address: "ipmi://192.168.122.1:6233", CredentialsName: bmc.Name},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ownedBy(obj ctrlclient.Object) []metav1.OwnerReference {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	return []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: obj.GetName(), UID: obj.GetUID()}}
+}
+
+func machineSpec() infrav1.Metal3MachineSpec {
+	return infrav1.Metal3MachineSpec{
+		Image: infrav1.Image{
+			URL: "http://172.22.0.1/images/node.qcow2", Checksum: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+			ChecksumType: ptr.To("sha256"), DiskFormat: ptr.To("qcow2"),
+		},
+		DataTemplate: &corev1.ObjectReference{Name: clusterName + "-nodes"},
+	}
+}
+
+// createCluster creates the Cluster and its Metal3Cluster with the identity,
+// the Cluster's infrastructure reported provisioned as CAPI would.
+func createCluster(t *testing.T, c ctrlclient.Client) *clusterv1.Cluster {
+	t.Helper()
+	ctx := context.Background()
+	cluster := &clusterv1.Cluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName},
+		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+			APIGroup: infrav1.GroupVersion.Group, Kind: "Metal3Cluster", Name: clusterName,
+		}},
+	}
+	if err := c.Create(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	if err := c.Status().Update(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	cluster.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Cluster"))
+	if err := c.Create(ctx, &infrav1.Metal3Cluster{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: tenantNamespace, Name: clusterName, OwnerReferences: ownedBy(cluster),
+			Labels: map[string]string{clusterv1.ClusterNameLabel: clusterName},
+		},
+		Spec: infrav1.Metal3ClusterSpec{
+			ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.168.111.249", Port: 6443},
+			IdentityRef:          &infrav1.IdentityRef{Name: clusterName + "-pool-identity"},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return cluster
+}
+
+// createMachine creates a Machine owned by the Cluster (as CAPI does for a
+// Machine without another owner), its bootstrap data and its Metal3Machine.
+func createMachine(t *testing.T, c ctrlclient.Client, cluster *clusterv1.Cluster, name string) {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{clusterv1.ClusterNameLabel: clusterName}
+	bootstrap := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: name + "-bootstrap", Labels: labels},
+		Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
+	}
+	if err := c.Create(ctx, bootstrap); err != nil {
+		t.Fatal(err)
+	}
+	machine := &clusterv1.Machine{
+		TypeMeta:   metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: name, Labels: labels, OwnerReferences: ownedBy(cluster)},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: clusterName,
+			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(bootstrap.Name)},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "Metal3Machine", Name: name,
+			},
+		},
+	}
+	if err := c.Create(ctx, machine); err != nil {
+		t.Fatal(err)
+	}
+	machine.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Machine"))
+	// The bootstrap data is the Machine's, as a bootstrap provider's would be.
+	bootstrap.OwnerReferences = ownedBy(machine)
+	if err := c.Update(ctx, bootstrap); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &infrav1.Metal3Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: name, Labels: labels, OwnerReferences: ownedBy(machine)},
+		Spec:       machineSpec(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startProvider runs the provider's controllers against mgmt and returns a
+// function stopping them.
+func startProvider(t *testing.T, mgmt *testenv.Env) func() {
+	t.Helper()
+	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{
+		Scheme: mgmt.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Client: ctrlclient.Options{Cache: &ctrlclient.CacheOptions{DisableFor: []ctrlclient.Object{&corev1.Secret{}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	started, err := controllers.Setup(ctx, mgr, controllers.SetupOptions{
+		// envtest's API servers listen on loopback.
+		Remote:     remote.Options{Policy: remote.ServerPolicy{AllowLoopback: true}, MinBackoff: time.Second},
+		Controller: controller.Options{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("provider: %v", err)
+			}
+			if s, ok := started.WorkloadClusters.(interface{ Shutdown() }); ok {
+				s.Shutdown()
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// dryRunMove runs `clusterctl move --dry-run` for the tenant's namespace and
+// returns what it would create in the target, as "Kind/name": the dry run
+// logs each object it would move, as the CLI prints with -v 1.
+func dryRunMove(t *testing.T, mgmt *testenv.Env) []string {
+	t.Helper()
+	sink := &moveRecorder{}
+	clusterctllog.SetLogger(logr.New(sink))
+	defer clusterctllog.SetLogger(logr.Discard())
+	c := newClusterctl(t, localRepository(t).config(t))
+	if err := c.Move(context.Background(), client.MoveOptions{
+		FromKubeconfig: client.Kubeconfig{Path: mgmt.WriteKubeconfig(t)}, Namespace: tenantNamespace, DryRun: true,
+	}); err != nil {
+		t.Fatalf("clusterctl move --dry-run: %v", err)
+	}
+	return sink.created()
+}
+
+// moveRecorder is a logr sink keeping the objects a dry-run move would create.
+type moveRecorder struct {
+	mu      sync.Mutex
+	objects []string
+}
+
+func (r *moveRecorder) Init(logr.RuntimeInfo)          {}
+func (r *moveRecorder) Enabled(int) bool               { return true }
+func (r *moveRecorder) Error(error, string, ...any)    {}
+func (r *moveRecorder) WithValues(...any) logr.LogSink { return r }
+func (r *moveRecorder) WithName(string) logr.LogSink   { return r }
+
+func (r *moveRecorder) Info(_ int, msg string, kvs ...any) {
+	// createTargetObject logs "Creating", <Kind>, <name>, "Namespace", <ns>.
+	if msg != "Creating" || len(kvs) < 2 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.objects = append(r.objects, fmt.Sprintf("%v/%v", kvs[0], kvs[1]))
+}
+
+func (r *moveRecorder) created() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.objects)
+}
