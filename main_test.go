@@ -14,7 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -151,13 +151,13 @@ func TestIdentityPolicyFlags(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want remote.ServerPolicy
+		want hostaccess.ServerPolicy
 	}{
-		{name: "default: https only, no loopback, no allow-lists", want: remote.ServerPolicy{}},
+		{name: "default: https only, no loopback, no allow-lists", want: hostaccess.ServerPolicy{}},
 		{
 			name: "empty lists, as clusterctl renders unset variables",
 			args: []string{`--identity-allowed-cidrs=""`, `--identity-allowed-host-suffixes=""`},
-			want: remote.ServerPolicy{},
+			want: hostaccess.ServerPolicy{},
 		},
 		{
 			name: "every flag",
@@ -165,7 +165,7 @@ func TestIdentityPolicyFlags(t *testing.T) {
 				"--identity-allow-http", "--identity-allow-loopback", "--identity-allow-insecure-skip-tls-verify",
 				"--identity-allow-proxy-url", "--identity-allowed-cidrs=10.1.2.3/8,fd00::/8", "--identity-allowed-host-suffixes=pools.example.com,.lab",
 			},
-			want: remote.ServerPolicy{
+			want: hostaccess.ServerPolicy{
 				AllowHTTP: true, AllowLoopback: true, AllowInsecureSkipTLSVerify: true, AllowProxyURL: true,
 				AllowedCIDRs:        []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")},
 				AllowedHostSuffixes: []string{"pools.example.com", ".lab"},

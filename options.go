@@ -11,7 +11,7 @@ import (
 	logsv1 "k8s.io/component-base/logs/api/v1"
 	"sigs.k8s.io/cluster-api/util/flags"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 )
 
 // options is everything the manager can be told on its command line. It is a
@@ -77,7 +77,7 @@ type remoteOptions struct {
 }
 
 // identityPolicyFlags say which API servers tenants' kubeconfigs may send
-// the provider to (remote.ServerPolicy).
+// the provider to (hostaccess.ServerPolicy).
 type identityPolicyFlags struct {
 	allowHTTP                  bool
 	allowLoopback              bool
@@ -88,8 +88,8 @@ type identityPolicyFlags struct {
 }
 
 // serverPolicy converts the flags; validate has checked the CIDRs.
-func (f identityPolicyFlags) serverPolicy() (remote.ServerPolicy, error) {
-	policy := remote.ServerPolicy{
+func (f identityPolicyFlags) serverPolicy() (hostaccess.ServerPolicy, error) {
+	policy := hostaccess.ServerPolicy{
 		AllowHTTP:                  f.allowHTTP,
 		AllowLoopback:              f.allowLoopback,
 		AllowInsecureSkipTLSVerify: f.allowInsecureSkipTLSVerify,
@@ -99,7 +99,7 @@ func (f identityPolicyFlags) serverPolicy() (remote.ServerPolicy, error) {
 	for _, cidr := range nonEmpty(f.allowedCIDRs) {
 		prefix, err := netip.ParsePrefix(cidr)
 		if err != nil {
-			return remote.ServerPolicy{}, fmt.Errorf("--identity-allowed-cidrs: %q is not a CIDR: %w", cidr, err)
+			return hostaccess.ServerPolicy{}, fmt.Errorf("--identity-allowed-cidrs: %q is not a CIDR: %w", cidr, err)
 		}
 		policy.AllowedCIDRs = append(policy.AllowedCIDRs, prefix.Masked())
 	}
@@ -171,7 +171,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Consecutive failed probes after which an identity is reported Unreachable and disconnected.")
 	fs.DurationVar(&o.remote.connectTimeout, "remote-connect-timeout", 15*time.Second,
 		"How long connecting to an identity's API server may take, and any single request to it but watches.")
-	fs.Int64Var(&o.remote.maxResponseBytes, "remote-max-response-bytes", remote.DefaultMaxResponseBytes,
+	fs.Int64Var(&o.remote.maxResponseBytes, "remote-max-response-bytes", hostaccess.DefaultMaxResponseBytes,
 		"Largest response body read from an identity's API server (for a watch: per connection, then reopened).")
 	fs.Float32Var(&o.remote.qps, "remote-client-qps", 20,
 		"Maximum queries per second to each identity's API server.")

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/webhooks"
 )
@@ -54,7 +54,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 		return err
 	}
 	_, err = controllers.Setup(ctx, mgr, controllers.SetupOptions{
-		Remote: remote.Options{
+		Remote: hostaccess.Options{
 			ProbeInterval:    opts.remote.probeInterval,
 			ProbeTimeout:     opts.remote.probeTimeout,
 			FailureThreshold: opts.remote.failureThreshold,

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/render"
 )
 
@@ -58,7 +58,7 @@ type DataManager struct {
 	// Client reads and writes the management cluster (IP claims live there,
 	// next to the Metal3Data).
 	Client        client.Client
-	Access        remote.HostAccess
+	Access        hostaccess.HostAccess
 	Data          *infrav1.Metal3Data
 	Template      *infrav1.Metal3DataTemplate
 	Claim         *infrav1.Metal3DataClaim

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 )
 
 const (
@@ -47,7 +47,7 @@ func hostSecretName(owner metav1.Object, purpose string) string {
 
 // ensureHostSecret writes data to the Secret for owner and purpose next to
 // host, owned by the host (so it goes with it) and labelled with the owner.
-func ensureHostSecret(ctx context.Context, access remote.HostAccess, host *bmov1alpha1.BareMetalHost,
+func ensureHostSecret(ctx context.Context, access hostaccess.HostAccess, host *bmov1alpha1.BareMetalHost,
 	owner metav1.Object, ownerKind, purpose string, data map[string][]byte,
 ) (*corev1.SecretReference, error) {
 	name := types.NamespacedName{Namespace: host.Namespace, Name: hostSecretName(owner, purpose)}
@@ -87,7 +87,7 @@ func ensureHostSecret(ctx context.Context, access remote.HostAccess, host *bmov1
 
 // deleteHostSecret deletes the Secret for owner and purpose in namespace, if
 // it is owner's; a Secret of someone else's under that name is left alone.
-func deleteHostSecret(ctx context.Context, access remote.HostAccess, namespace string, owner metav1.Object, purpose string) error {
+func deleteHostSecret(ctx context.Context, access hostaccess.HostAccess, namespace string, owner metav1.Object, purpose string) error {
 	name := types.NamespacedName{Namespace: namespace, Name: hostSecretName(owner, purpose)}
 	secret := &corev1.Secret{}
 	if err := access.Client().Get(ctx, name, secret); err != nil {

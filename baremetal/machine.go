@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 )
 
 const (
@@ -45,7 +45,7 @@ var (
 type MachineManager struct {
 	// Client reads and writes the management cluster.
 	Client    client.Client
-	Access    remote.HostAccess
+	Access    hostaccess.HostAccess
 	Cluster   *clusterv1.Cluster
 	Machine   *clusterv1.Machine
 	M3Machine *infrav1.Metal3Machine

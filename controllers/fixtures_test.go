@@ -22,7 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -54,7 +54,7 @@ func poolCluster(t *testing.T, scheme *runtime.Scheme) *testenv.Env {
 // startControllers runs a manager with the provider's controllers against
 // the management API server. namespaces, when given, limits the manager to
 // them, as --namespace does: two such managers are two independent providers.
-func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, namespaces ...string) *remote.Cache {
+func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, namespaces ...string) *hostaccess.Cache {
 	t.Helper()
 	identities, _ := startStoppableControllers(t, mgmt, scheme, namespaces...)
 	return identities
@@ -62,7 +62,7 @@ func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, n
 
 // startStoppableControllers is startControllers with a function stopping
 // the manager before the test ends, as a provider restart would.
-func startStoppableControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, namespaces ...string) (*remote.Cache, func()) {
+func startStoppableControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, namespaces ...string) (*hostaccess.Cache, func()) {
 	t.Helper()
 	return startControllersWith(t, mgmt, scheme, fixtureOptions{namespaces: namespaces, remote: testRemoteOptions()})
 }
@@ -70,11 +70,11 @@ func startStoppableControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.
 // testRemoteOptions are the remote-client cache settings of the tests:
 // fast probes and backoff so outages show within seconds, and loopback
 // allowed, since every envtest API server listens there.
-func testRemoteOptions() remote.Options {
-	return remote.Options{
+func testRemoteOptions() hostaccess.Options {
+	return hostaccess.Options{
 		ProbeInterval: 500 * time.Millisecond, ProbeTimeout: 500 * time.Millisecond, FailureThreshold: 2,
 		MinBackoff: 500 * time.Millisecond, MaxBackoff: 2 * time.Second, ConnectTimeout: 5 * time.Second,
-		Policy: remote.ServerPolicy{AllowLoopback: true},
+		Policy: hostaccess.ServerPolicy{AllowLoopback: true},
 	}
 }
 
@@ -82,12 +82,12 @@ func testRemoteOptions() remote.Options {
 type fixtureOptions struct {
 	// namespaces limit the manager to them, as --namespace does.
 	namespaces []string
-	remote     remote.Options
+	remote     hostaccess.Options
 }
 
 // startControllersWith runs the provider's controllers as configured, and
 // returns its identity cache and a function stopping it.
-func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, opts fixtureOptions) (*remote.Cache, func()) {
+func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, opts fixtureOptions) (*hostaccess.Cache, func()) {
 	t.Helper()
 	cacheOptions := cache.Options{}
 	if len(opts.namespaces) > 0 {

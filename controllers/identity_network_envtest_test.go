@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 )
 
 // internalMarker stands for what a service inside the provider's network
@@ -92,7 +92,7 @@ func TestIdentityServerPolicy(t *testing.T) {
 
 	tests := []struct {
 		namespace  string
-		policy     remote.ServerPolicy
+		policy     hostaccess.ServerPolicy
 		wantReason string
 		// wantHits is how many requests each service gets: none, or the one
 		// handshake request within a backoff longer than the test.
@@ -102,11 +102,11 @@ func TestIdentityServerPolicy(t *testing.T) {
 		{
 			namespace: "tenant-strict", wantReason: infrav1.IdentityServerNotAllowedReason, wantHits: 0,
 			want: func(_ string, svc *markerService) []string {
-				return []string{svc.URL + "/internal/admin", "nothing was sent to it", remote.RuleHTTP}
+				return []string{svc.URL + "/internal/admin", "nothing was sent to it", hostaccess.RuleHTTP}
 			},
 		},
 		{
-			namespace: "tenant-lax", policy: remote.ServerPolicy{AllowHTTP: true, AllowLoopback: true},
+			namespace: "tenant-lax", policy: hostaccess.ServerPolicy{AllowHTTP: true, AllowLoopback: true},
 			wantReason: infrav1.IdentityNotAnAPIServerReason, wantHits: 1,
 			want: func(name string, svc *markerService) []string {
 				code := map[string]string{"forbidden": "HTTP 403", "ok": "HTTP 200", "redirect": "HTTP 302"}[name]

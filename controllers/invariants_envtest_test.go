@@ -15,6 +15,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -172,8 +173,8 @@ func TestIdentitySecretProtected(t *testing.T) {
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
-		g.Expect(secret.Finalizers).To(ContainElement(baremetal.IdentitySecretFinalizer))
-		g.Expect(secret.Labels).To(HaveKey(baremetal.ClusterctlMoveLabel))
+		g.Expect(secret.Finalizers).To(ContainElement(identity.SecretFinalizer))
+		g.Expect(secret.Labels).To(HaveKey(identity.ClusterctlMoveLabel))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	g.Expect(mgmt.Client.Delete(ctx, secret)).To(Succeed())

@@ -25,7 +25,8 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
 // machinesGoneRequeue is how often a deleting Metal3Cluster checks whether
@@ -35,7 +36,7 @@ const machinesGoneRequeue = 10 * time.Second
 // Metal3ClusterReconciler reconciles Metal3Clusters.
 type Metal3ClusterReconciler struct {
 	Client     client.Client
-	Identities *remote.Cache
+	Identities *hostaccess.Cache
 	// Recorder emits Events on identity transitions; nil emits none.
 	Recorder         events.EventRecorder
 	WatchFilterValue string
@@ -115,13 +116,13 @@ func (r *Metal3ClusterReconciler) reconcileNormal(ctx context.Context, m3c *infr
 		return ctrl.Result{}, err
 	}
 
-	identity := remote.ClusterIdentity(m3c)
-	access, identityErr := r.Identities.HostAccess(ctx, m3c, identity)
-	identityCondition := remote.IdentityCondition(identity, access, identityErr)
+	id := identity.OfCluster(m3c)
+	access, identityErr := r.Identities.HostAccess(ctx, m3c, id)
+	identityCondition := identity.Condition(id, hostaccess.NamespaceOf(access), identityErr)
 	identityCondition.ObservedGeneration = m3c.Generation
 	recordIdentityTransition(r.Recorder, m3c, conditions.Get(m3c, infrav1.IdentityReadyCondition), identityCondition)
 	conditions.Set(m3c, identityCondition)
-	m3c.Status.Identity = remote.IdentityStatus(identity, access)
+	m3c.Status.Identity = identity.Status(id, hostaccess.NamespaceOf(access))
 	m3c.Status.FailureDomains = baremetal.ClusterFailureDomains(m3c)
 
 	endpointErr := baremetal.ValidateControlPlaneEndpoint(m3c)
@@ -142,11 +143,11 @@ func (r *Metal3ClusterReconciler) reconcileNormal(ctx context.Context, m3c *infr
 	conditions.Set(m3c, ready)
 
 	if identityErr != nil {
-		if ie, ok := remote.AsIdentityError(identityErr); ok && ie.Terminal {
+		if ie, ok := identity.AsError(identityErr); ok && ie.Terminal {
 			// Fixed by changing the Secret or identityRef, which triggers a reconcile.
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(identity.Key)}, nil
+		return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(id.Key)}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -192,8 +193,8 @@ func (r *Metal3ClusterReconciler) protectIdentitySecret(ctx context.Context, m3c
 	return nil
 }
 
-func (r *Metal3ClusterReconciler) identitySecrets() *baremetal.IdentitySecrets {
-	return &baremetal.IdentitySecrets{Client: r.Client, Metadata: r.Identities.SecretMetadata()}
+func (r *Metal3ClusterReconciler) identitySecrets() *identity.Secrets {
+	return &identity.Secrets{Client: r.Client, Metadata: r.Identities.SecretMetadata()}
 }
 
 // metal3MachineToCluster wakes a deleting Metal3Cluster when one of its machines goes.

@@ -30,7 +30,8 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
 // dataWaitRequeue: a Metal3Data waiting for its host or its addresses looks
@@ -41,7 +42,7 @@ const dataWaitRequeue = 10 * time.Second
 // their machine, through the machine's identity.
 type Metal3DataReconciler struct {
 	Client           client.Client
-	Identities       *remote.Cache
+	Identities       *hostaccess.Cache
 	WatchFilterValue string
 }
 
@@ -118,10 +119,10 @@ func servesKind(mgr ctrl.Manager, gvk schema.GroupVersionKind) (bool, error) {
 // dataMachine is what a Metal3Data renders for: its claim and that claim's
 // machine, cluster and identity.
 type dataMachine struct {
-	claim    *infrav1.Metal3DataClaim
-	m3m      *infrav1.Metal3Machine
-	machine  *clusterv1.Machine
-	identity remote.Identity
+	claim   *infrav1.Metal3DataClaim
+	m3m     *infrav1.Metal3Machine
+	machine *clusterv1.Machine
+	id      identity.Identity
 }
 
 // recordedIdentity is DataIdentityAnnotation's value.
@@ -185,9 +186,9 @@ func (r *Metal3DataReconciler) render(ctx context.Context, data *infrav1.Metal3D
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: data.Namespace, Name: data.Spec.Template.Name}, template); err != nil {
 		return ctrl.Result{}, fmt.Errorf("get Metal3DataTemplate %s/%s: %w", data.Namespace, data.Spec.Template.Name, err)
 	}
-	access, err := r.Identities.HostAccess(ctx, dm.m3m, dm.identity)
+	access, err := r.Identities.HostAccess(ctx, dm.m3m, dm.id)
 	if err != nil {
-		return r.identityFailure(data, dm.identity, err), nil
+		return r.identityFailure(data, dm.id, err), nil
 	}
 	if err := recordIdentity(data, dm); err != nil {
 		return ctrl.Result{}, err
@@ -238,15 +239,15 @@ func (r *Metal3DataReconciler) reconcileDelete(ctx context.Context, data *infrav
 	}
 	manager := &baremetal.DataManager{Client: r.Client, Data: data}
 	if manager.WroteHostSecrets() {
-		user, identity, gone, err := r.deletionIdentity(ctx, data)
+		user, id, gone, err := r.deletionIdentity(ctx, data)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		access, err := r.Identities.HostAccess(ctx, user, identity)
+		access, err := r.Identities.HostAccess(ctx, user, id)
 		if err != nil {
 			// The Secrets next to the host can only be deleted through the
 			// identity: the finalizer stays until it is reachable.
-			return r.identityFailure(data, identity, err), nil
+			return r.identityFailure(data, id, err), nil
 		}
 		manager.Access = access
 		if err := manager.DeleteHostSecrets(ctx); err != nil {
@@ -272,22 +273,22 @@ func (r *Metal3DataReconciler) reconcileDelete(ctx context.Context, data *infrav
 // deletionIdentity is the identity the Secrets were written through: the
 // machine's when it still exists, else the one recorded on the data. gone
 // says the machine is gone, so its use of the identity ends here.
-func (r *Metal3DataReconciler) deletionIdentity(ctx context.Context, data *infrav1.Metal3Data) (client.Object, remote.Identity, bool, error) {
+func (r *Metal3DataReconciler) deletionIdentity(ctx context.Context, data *infrav1.Metal3Data) (client.Object, identity.Identity, bool, error) {
 	dm, waiting, err := r.findMachine(ctx, data)
 	if err == nil && waiting == "" {
-		return dm.m3m, dm.identity, false, nil
+		return dm.m3m, dm.id, false, nil
 	}
 	var rec recordedIdentity
 	if err := json.Unmarshal([]byte(data.Annotations[infrav1.DataIdentityAnnotation]), &rec); err != nil {
-		return nil, remote.Identity{}, false, fmt.Errorf("the Metal3Machine of Metal3Data %s/%s is gone and the identity its Secrets were written through is not recorded (%s annotation): %w",
+		return nil, identity.Identity{}, false, fmt.Errorf("the Metal3Machine of Metal3Data %s/%s is gone and the identity its Secrets were written through is not recorded (%s annotation): %w",
 			data.Namespace, data.Name, infrav1.DataIdentityAnnotation, err)
 	}
-	identity := remote.Identity{
-		Key:             remote.IdentityKey{SecretNamespace: rec.SecretNamespace, SecretName: rec.SecretName, Context: rec.Context},
+	id := identity.Identity{
+		Key:             identity.Key{SecretNamespace: rec.SecretNamespace, SecretName: rec.SecretName, Context: rec.Context},
 		ObjectNamespace: rec.ObjectNamespace,
 	}
 	user := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{Namespace: data.Namespace, Name: rec.Metal3Machine}}
-	return user, identity, true, nil
+	return user, id, true, nil
 }
 
 // findMachine follows the data's claim to its Metal3Machine, Machine and
@@ -328,19 +329,19 @@ func (r *Metal3DataReconciler) findMachine(ctx context.Context, data *infrav1.Me
 	if _, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta); err != nil {
 		return nil, fmt.Sprintf("Waiting for the Cluster of Machine %s/%s: %v", machine.Namespace, machine.Name, err), nil
 	}
-	identity, err := remote.ResolveMachineIdentity(ctx, r.Client, m3m)
+	id, err := identity.ResolveMachine(ctx, r.Client, m3m)
 	if err != nil {
 		return nil, fmt.Sprintf("Resolving the identity of Metal3Machine %s/%s: %v", m3m.Namespace, m3m.Name, err), nil
 	}
-	return &dataMachine{claim: claim, m3m: m3m, machine: machine, identity: identity}, "", nil
+	return &dataMachine{claim: claim, m3m: m3m, machine: machine, id: id}, "", nil
 }
 
 // recordIdentity notes on data the identity its Secrets are written
 // through, before any is written.
 func recordIdentity(data *infrav1.Metal3Data, dm *dataMachine) error {
 	value, err := json.Marshal(recordedIdentity{
-		SecretNamespace: dm.identity.Key.SecretNamespace, SecretName: dm.identity.Key.SecretName, Context: dm.identity.Key.Context,
-		ObjectNamespace: dm.identity.ObjectNamespace, Metal3Machine: dm.m3m.Name,
+		SecretNamespace: dm.id.Key.SecretNamespace, SecretName: dm.id.Key.SecretName, Context: dm.id.Key.Context,
+		ObjectNamespace: dm.id.ObjectNamespace, Metal3Machine: dm.m3m.Name,
 	})
 	if err != nil {
 		return err
@@ -353,13 +354,13 @@ func recordIdentity(data *infrav1.Metal3Data, dm *dataMachine) error {
 }
 
 // identityFailure reports an unusable identity and when to try again.
-func (r *Metal3DataReconciler) identityFailure(data *infrav1.Metal3Data, identity remote.Identity, err error) ctrl.Result {
+func (r *Metal3DataReconciler) identityFailure(data *infrav1.Metal3Data, id identity.Identity, err error) ctrl.Result {
 	reason := infrav1.IdentityUnreachableReason
-	if ie, ok := remote.AsIdentityError(err); ok {
+	if ie, ok := identity.AsError(err); ok {
 		reason = ie.Reason
 	}
 	setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, reason, err.Error())
-	return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(identity.Key)}
+	return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(id.Key)}
 }
 
 // reportToClaim mirrors the data's progress onto its claim, which the

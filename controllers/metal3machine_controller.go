@@ -24,13 +24,14 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
 // Metal3MachineReconciler reconciles Metal3Machines.
 type Metal3MachineReconciler struct {
 	Client     client.Client
-	Identities *remote.Cache
+	Identities *hostaccess.Cache
 	// ClusterCache gives clients of workload clusters, to set Nodes'
 	// providerID when no cloud provider does. Nil disables that.
 	ClusterCache clustercache.ClusterCache
@@ -166,10 +167,10 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, nil
 	}
 
-	identity, identityErr := remote.ResolveMachineIdentity(ctx, r.Client, m3m)
-	var access remote.HostAccess
+	id, identityErr := identity.ResolveMachine(ctx, r.Client, m3m)
+	var access hostaccess.HostAccess
 	if identityErr == nil {
-		access, identityErr = r.Identities.HostAccess(ctx, m3m, identity)
+		access, identityErr = r.Identities.HostAccess(ctx, m3m, id)
 	}
 	manager := &baremetal.MachineManager{Client: r.Client, Access: access, Cluster: cluster, Machine: machine, M3Machine: m3m}
 
@@ -196,11 +197,11 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}()
 
-	r.reportIdentity(m3m, identity, access, identityErr)
+	r.reportIdentity(m3m, id, access, identityErr)
 	if identityErr != nil {
 		// Without its identity the machine can neither provision nor release
 		// its host: it keeps its finalizer and retries with backoff.
-		return r.identityRetry(identity, identityErr), nil
+		return r.identityRetry(id, identityErr), nil
 	}
 	if manager.ReuseTemplate, err = r.reuseTemplate(ctx, m3m); err != nil {
 		return ctrl.Result{}, err

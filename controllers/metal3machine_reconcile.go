@@ -16,7 +16,8 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
 const (
@@ -175,8 +176,8 @@ func (r *Metal3MachineReconciler) reconcileDelete(ctx context.Context, m *bareme
 	return ctrl.Result{}, nil
 }
 
-func (r *Metal3MachineReconciler) identitySecrets() *baremetal.IdentitySecrets {
-	return &baremetal.IdentitySecrets{Client: r.Client, Metadata: r.Identities.SecretMetadata()}
+func (r *Metal3MachineReconciler) identitySecrets() *identity.Secrets {
+	return &identity.Secrets{Client: r.Client, Metadata: r.Identities.SecretMetadata()}
 }
 
 // pauseHost sets or clears the provider's pause on the machine's host.
@@ -216,8 +217,8 @@ func (r *Metal3MachineReconciler) reuseTemplate(ctx context.Context, m3m *infrav
 
 // reportIdentity records the identity in use; the IdentityReady condition is
 // the machine's own only when it overrides the cluster's identity.
-func (r *Metal3MachineReconciler) reportIdentity(m3m *infrav1.Metal3Machine, identity remote.Identity, access remote.HostAccess, err error) {
-	m3m.Status.Identity = remote.IdentityStatus(identity, access)
+func (r *Metal3MachineReconciler) reportIdentity(m3m *infrav1.Metal3Machine, id identity.Identity, access hostaccess.HostAccess, err error) {
+	m3m.Status.Identity = identity.Status(id, hostaccess.NamespaceOf(access))
 	if m3m.Spec.IdentityRef == nil && (err == nil || isIdentityError(err)) {
 		conditions.Delete(m3m, infrav1.IdentityReadyCondition)
 		if err != nil {
@@ -225,21 +226,21 @@ func (r *Metal3MachineReconciler) reportIdentity(m3m *infrav1.Metal3Machine, ide
 		}
 		return
 	}
-	cond := remote.IdentityCondition(identity, access, err)
+	cond := identity.Condition(id, hostaccess.NamespaceOf(access), err)
 	cond.ObservedGeneration = m3m.Generation
 	recordIdentityTransition(r.Recorder, m3m, conditions.Get(m3m, infrav1.IdentityReadyCondition), cond)
 	conditions.Set(m3m, cond)
 }
 
-func (r *Metal3MachineReconciler) identityRetry(identity remote.Identity, err error) ctrl.Result {
-	if ie, ok := remote.AsIdentityError(err); ok && ie.Terminal {
+func (r *Metal3MachineReconciler) identityRetry(id identity.Identity, err error) ctrl.Result {
+	if ie, ok := identity.AsError(err); ok && ie.Terminal {
 		return ctrl.Result{}
 	}
-	return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(identity.Key)}
+	return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(id.Key)}
 }
 
 func isIdentityError(err error) bool {
-	_, ok := remote.AsIdentityError(err)
+	_, ok := identity.AsError(err)
 	return ok
 }
 

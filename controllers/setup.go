@@ -12,14 +12,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 )
 
 // SetupOptions configure the provider's controllers as a whole.
 type SetupOptions struct {
 	// Remote configures the remote-client cache; its clients and readers
 	// are filled in from the manager.
-	Remote           remote.Options
+	Remote           hostaccess.Options
 	WatchFilterValue string
 	// Concurrency per controller, by kind; missing kinds get 1.
 	Concurrency map[string]int
@@ -30,7 +30,7 @@ type SetupOptions struct {
 
 // Controllers are what Setup started, for callers that need them.
 type Controllers struct {
-	Identities       *remote.Cache
+	Identities       *hostaccess.Cache
 	WorkloadClusters clustercache.ClusterCache
 }
 
@@ -51,7 +51,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	remoteOpts.ManagementCache = mgr.GetCache()
 	remoteOpts.InClusterClient = mgr.GetClient()
 	remoteOpts.Scheme = mgr.GetScheme()
-	identities, err := remote.New(remoteOpts)
+	identities, err := hostaccess.New(remoteOpts)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remote"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
@@ -61,11 +61,11 @@ func TestMoveCarriesEveryKindOfOurs(t *testing.T) {
 
 	// The tenant's cluster, as clusterctl generate and Cluster API leave it:
 	// the owner references are those CAPI's controllers set.
-	identity := &corev1.Secret{
+	id := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-pool-identity"},
 		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, "tenant-a", "pool-east", poolNamespace)},
 	}
-	g.Expect(mgmt.Client.Create(ctx, identity)).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, id)).To(Succeed())
 	cluster := createCluster(t, mgmt.Client)
 	template := &infrav1.Metal3MachineTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-workers", OwnerReferences: ownedBy(cluster)},
@@ -99,7 +99,7 @@ func TestMoveCarriesEveryKindOfOurs(t *testing.T) {
 	for _, want := range []string{
 		"Cluster/" + clusterName, "Metal3Cluster/" + clusterName, "Machine/worker-0", "Metal3Machine/worker-0",
 		"Metal3MachineTemplate/" + clusterName + "-workers", "Metal3DataTemplate/" + clusterName + "-nodes",
-		"Metal3DataClaim/worker-0", "Metal3Data/" + clusterName + "-nodes-0", "Secret/" + identity.Name,
+		"Metal3DataClaim/worker-0", "Metal3Data/" + clusterName + "-nodes-0", "Secret/" + id.Name,
 	} {
 		g.Expect(moved).To(ContainElement(want), "clusterctl move takes %s", want)
 	}
@@ -107,7 +107,7 @@ func TestMoveCarriesEveryKindOfOurs(t *testing.T) {
 		g.Expect(name).NotTo(HavePrefix("BareMetalHost/"), "no host moves: they are in the pool")
 	}
 	secrets := slices.DeleteFunc(slices.Clone(moved), func(name string) bool { return !hasKind(name, "Secret") })
-	g.Expect(secrets).To(ConsistOf("Secret/"+identity.Name, "Secret/worker-0-bootstrap"),
+	g.Expect(secrets).To(ConsistOf("Secret/"+id.Name, "Secret/worker-0-bootstrap"),
 		"no Secret of a host (user data, metadata, network data, BMC credentials) is in the tenant's namespace")
 
 	// What stays in the pool: the host, claimed by the tenant's machine,
@@ -263,7 +263,7 @@ func startProvider(t *testing.T, mgmt *testenv.Env) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	started, err := controllers.Setup(ctx, mgr, controllers.SetupOptions{
 		// envtest's API servers listen on loopback.
-		Remote:     remote.Options{Policy: remote.ServerPolicy{AllowLoopback: true}, MinBackoff: time.Second},
+		Remote:     hostaccess.Options{Policy: hostaccess.ServerPolicy{AllowLoopback: true}, MinBackoff: time.Second},
 		Controller: controller.Options{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package remote
+package hostaccess
 
 import (
 	"os"
@@ -12,9 +12,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
-var testKey = IdentityKey{SecretNamespace: "tenant-a", SecretName: "pool-east"}
+var testKey = identity.Key{SecretNamespace: "tenant-a", SecretName: "pool-east"}
 
 // validConfig is a kubeconfig with inline credentials and two contexts.
 func validConfig() *clientcmdapi.Config {
@@ -156,9 +157,9 @@ func TestParseKubeconfigRejects(t *testing.T) {
 
 func assertIdentityError(t *testing.T, err error, reason, inMessage string) {
 	t.Helper()
-	ie, ok := AsIdentityError(err)
+	ie, ok := identity.AsError(err)
 	if !ok {
-		t.Fatalf("error %v is not an IdentityError", err)
+		t.Fatalf("error %v is not an identity.Error", err)
 	}
 	if ie.Reason != reason {
 		t.Errorf("reason = %s, want %s (%s)", ie.Reason, reason, ie.Message)
@@ -262,8 +263,8 @@ func FuzzParseKubeconfig(f *testing.F) {
 		key.Context = context
 		got, err := parseKubeconfig(key, raw)
 		if err != nil {
-			if _, ok := AsIdentityError(err); !ok {
-				t.Fatalf("error is not an IdentityError: %v", err)
+			if _, ok := identity.AsError(err); !ok {
+				t.Fatalf("error is not an identity.Error: %v", err)
 			}
 			return
 		}

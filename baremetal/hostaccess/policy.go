@@ -1,4 +1,4 @@
-package remote
+package hostaccess
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
 // ServerPolicy says which API servers an identity's kubeconfig may send the
@@ -241,14 +242,14 @@ func (p *ServerPolicy) dialer(timeout time.Duration) func(ctx context.Context, n
 // checkPolicy refuses, before any connection, a kubeconfig whose server
 // URL, TLS or proxy settings break the server policy. Like a kubeconfig that
 // cannot be parsed, it stays refused until the Secret changes.
-func (c *Cache) checkPolicy(key IdentityKey, parsed *kubeconfig) error {
+func (c *Cache) checkPolicy(key identity.Key, parsed *kubeconfig) error {
 	srv, err := parseServer(parsed.restConfig.Host)
 	if err != nil {
-		return newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "server %q is not a URL", parsed.restConfig.Host)
+		return identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "server %q is not a URL", parsed.restConfig.Host)
 	}
 	err = c.opts.Policy.checkKubeconfig(srv.url, parsed.restConfig.Insecure, parsed.restConfig.Proxy != nil)
 	if err != nil {
-		return newIdentityError(key, infrav1.IdentityServerNotAllowedReason, true, err,
+		return identity.NewError(key, infrav1.IdentityServerNotAllowedReason, true, err,
 			"the API server at %s is refused, nothing was sent to it: %s", srv.display, err.Error())
 	}
 	return nil

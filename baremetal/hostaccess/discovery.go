@@ -1,4 +1,4 @@
-package remote
+package hostaccess
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
 // maxDiscoveryBytes caps the discovery answer: an API version list is a few
@@ -51,13 +52,13 @@ func parseServer(raw string) (server, error) {
 // refusing the credentials. Anything else means the kubeconfig does not point
 // at an API server; the answer is judged, never shown, and nothing more is
 // sent to that server until the identity is retried.
-func discover(ctx context.Context, key IdentityKey, httpClient *http.Client, srv server) error {
+func discover(ctx context.Context, key identity.Key, httpClient *http.Client, srv server) error {
 	target := *srv.url
 	target.Path = strings.TrimSuffix(target.Path, "/") + "/api"
 	target.RawPath, target.RawQuery, target.Fragment = "", "", ""
 	req, err := http.NewRequestWithContext(context.WithValue(ctx, rawResponseKey{}, true), http.MethodGet, target.String(), nil)
 	if err != nil {
-		return newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "server %s cannot be requested", srv.display)
+		return identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "server %s cannot be requested", srv.display)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := httpClient.Do(req)
@@ -76,13 +77,13 @@ func discover(ctx context.Context, key IdentityKey, httpClient *http.Client, srv
 	case code == http.StatusOK && isAPIVersions(body, resp.Header.Get("Content-Type")):
 		return nil
 	case code == http.StatusUnauthorized && isStatus:
-		return newIdentityError(key, infrav1.IdentityUnauthorizedReason, false, nil,
+		return identity.NewError(key, infrav1.IdentityUnauthorizedReason, false, nil,
 			"the API server at %s rejects the credentials (HTTP 401)", srv.display)
 	case code == http.StatusForbidden && isStatus:
-		return newIdentityError(key, infrav1.IdentityForbiddenReason, false, nil,
+		return identity.NewError(key, infrav1.IdentityForbiddenReason, false, nil,
 			"the API server at %s does not let these credentials discover its APIs (HTTP 403)", srv.display)
 	case (code == http.StatusTooManyRequests || code >= http.StatusInternalServerError) && isStatus:
-		return newIdentityError(key, infrav1.IdentityUnreachableReason, false, nil,
+		return identity.NewError(key, infrav1.IdentityUnreachableReason, false, nil,
 			"the API server at %s cannot serve requests now (HTTP %d)", srv.display, code)
 	}
 	what := "an answer that is not a Kubernetes API version list"
@@ -92,7 +93,7 @@ func discover(ctx context.Context, key IdentityKey, httpClient *http.Client, srv
 	case code != http.StatusOK:
 		what = "a body that is not a Kubernetes Status"
 	}
-	return newIdentityError(key, infrav1.IdentityNotAnAPIServerReason, false, nil,
+	return identity.NewError(key, infrav1.IdentityNotAnAPIServerReason, false, nil,
 		"the server at %s does not answer as a Kubernetes API server: GET %s returned HTTP %d with %s (not shown)",
 		srv.display, target.Path, code, what)
 }
@@ -117,8 +118,8 @@ func isAPIVersions(body []byte, contentType string) bool {
 // URL, the HTTP code and, only for a Kubernetes Status that passed the
 // guard (from a server that answered the discovery handshake), the
 // server's own sanitized message. Transport failures are told by kind.
-func classify(key IdentityKey, serverURL string, err error) *IdentityError {
-	if ie, ok := AsIdentityError(err); ok {
+func classify(key identity.Key, serverURL string, err error) *identity.Error {
+	if ie, ok := identity.AsError(err); ok {
 		return ie
 	}
 	where := "the API server"
@@ -127,7 +128,7 @@ func classify(key IdentityKey, serverURL string, err error) *IdentityError {
 	}
 	var notAllowed *ServerNotAllowedError
 	if errors.As(err, &notAllowed) {
-		return newIdentityError(key, infrav1.IdentityServerNotAllowedReason, false, err, "%s is refused: %s", where, notAllowed.Error())
+		return identity.NewError(key, infrav1.IdentityServerNotAllowedReason, false, err, "%s is refused: %s", where, notAllowed.Error())
 	}
 	var apiStatus apierrors.APIStatus
 	if errors.As(err, &apiStatus) {
@@ -138,14 +139,14 @@ func classify(key IdentityKey, serverURL string, err error) *IdentityError {
 		}
 		switch {
 		case apierrors.IsUnauthorized(err):
-			return newIdentityError(key, infrav1.IdentityUnauthorizedReason, false, err, "%s rejects the credentials (HTTP 401)", where)
+			return identity.NewError(key, infrav1.IdentityUnauthorizedReason, false, err, "%s rejects the credentials (HTTP 401)", where)
 		case apierrors.IsForbidden(err):
-			return newIdentityError(key, infrav1.IdentityForbiddenReason, false, err, "%s forbids a request (HTTP 403)%s", where, detail)
+			return identity.NewError(key, infrav1.IdentityForbiddenReason, false, err, "%s forbids a request (HTTP 403)%s", where, detail)
 		default:
-			return newIdentityError(key, infrav1.IdentityUnreachableReason, false, err, "%s answered HTTP %d%s", where, status.Code, detail)
+			return identity.NewError(key, infrav1.IdentityUnreachableReason, false, err, "%s answered HTTP %d%s", where, status.Code, detail)
 		}
 	}
-	return newIdentityError(key, infrav1.IdentityUnreachableReason, false, err, "cannot reach %s: %s", where, transportProblem(err))
+	return identity.NewError(key, infrav1.IdentityUnreachableReason, false, err, "cannot reach %s: %s", where, transportProblem(err))
 }
 
 // transportProblem names what went wrong in a request that got no answer,

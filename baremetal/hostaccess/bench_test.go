@@ -1,4 +1,4 @@
-package remote
+package hostaccess
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -40,8 +41,8 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // machineShapedReconcile does what one Metal3Machine reconcile does with its
 // host: get the host access for its identity, list the hosts (choosing one),
 // read the associated host, read its user-data Secret, and patch the host.
-func machineShapedReconcile(ctx context.Context, cache *Cache, user client.Object, identity Identity, hostName string, round int) error {
-	access, err := cache.HostAccess(ctx, user, identity)
+func machineShapedReconcile(ctx context.Context, cache *Cache, user client.Object, id identity.Identity, hostName string, round int) error {
+	access, err := cache.HostAccess(ctx, user, id)
 	if err != nil {
 		return err
 	}
@@ -127,18 +128,18 @@ func BenchmarkRemoteVsInCluster(b *testing.B) {
 		b.Fatal("cache did not sync")
 	}
 
-	inCluster := Identity{ObjectNamespace: "tenant-a"}
-	remote := Identity{Key: IdentityKey{SecretNamespace: "tenant-a", SecretName: "pool-kubeconfig"}, ObjectNamespace: "tenant-a"}
+	inCluster := identity.Identity{ObjectNamespace: "tenant-a"}
+	remote := identity.Identity{Key: identity.Key{SecretNamespace: "tenant-a", SecretName: "pool-kubeconfig"}, ObjectNamespace: "tenant-a"}
 	// One machine per identity: a machine that switched identity would
 	// release the other (correctly) and reconnect it every round.
-	users := map[IdentityKey]client.Object{
+	users := map[identity.Key]client.Object{
 		inCluster.Key: machine("tenant-a", "worker-in-cluster"),
 		remote.Key:    machine("tenant-a", "worker-remote"),
 	}
 
 	// Warm up both paths: informers synced, identity connected.
 	deadline := time.Now().Add(30 * time.Second)
-	for _, id := range []Identity{inCluster, remote} {
+	for _, id := range []identity.Identity{inCluster, remote} {
 		for {
 			err := machineShapedReconcile(ctx, cache, users[id.Key], id, hostName, 0)
 			if err == nil {
@@ -156,7 +157,7 @@ func BenchmarkRemoteVsInCluster(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, run := range []struct {
-			id       Identity
+			id       identity.Identity
 			elapsed  *time.Duration
 			requests *int64
 			counter  *requestCounter

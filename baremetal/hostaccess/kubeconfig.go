@@ -1,4 +1,4 @@
-package remote
+package hostaccess
 
 import (
 	"crypto/sha256"
@@ -15,6 +15,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
 // MaxSecretSize caps an identity Secret's data. A kubeconfig with inline
@@ -37,13 +38,13 @@ type kubeconfig struct {
 }
 
 // parseIdentitySecret validates the kubeconfig in secret for key.
-func parseIdentitySecret(key IdentityKey, secret *corev1.Secret) (*kubeconfig, error) {
+func parseIdentitySecret(key identity.Key, secret *corev1.Secret) (*kubeconfig, error) {
 	size := 0
 	for k, v := range secret.Data {
 		size += len(k) + len(v)
 	}
 	if size > MaxSecretSize {
-		return nil, newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, nil,
+		return nil, identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, nil,
 			"Secret holds %d bytes, more than the %d allowed for a kubeconfig", size, MaxSecretSize)
 	}
 	for _, dataKey := range kubeconfigSecretKeys {
@@ -51,7 +52,7 @@ func parseIdentitySecret(key IdentityKey, secret *corev1.Secret) (*kubeconfig, e
 			return parseKubeconfig(key, data)
 		}
 	}
-	return nil, newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, nil,
+	return nil, identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, nil,
 		"Secret has neither a %q nor a %q key", kubeconfigSecretKeys[0], kubeconfigSecretKeys[1])
 }
 
@@ -59,14 +60,14 @@ func parseIdentitySecret(key IdentityKey, secret *corev1.Secret) (*kubeconfig, e
 // for the context of key. The rest.Config is assembled field by field from
 // inline data, never through clientcmd's ClientConfig, so no code path can
 // read a file or run a program the tenant named.
-func parseKubeconfig(key IdentityKey, data []byte) (*kubeconfig, error) {
+func parseKubeconfig(key identity.Key, data []byte) (*kubeconfig, error) {
 	if len(data) > MaxSecretSize {
-		return nil, newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, nil,
+		return nil, identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, nil,
 			"kubeconfig is %d bytes, more than the %d allowed", len(data), MaxSecretSize)
 	}
 	cfg, err := clientcmd.Load(data)
 	if err != nil {
-		return nil, newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "kubeconfig cannot be parsed: %v", err)
+		return nil, identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "kubeconfig cannot be parsed: %v", err)
 	}
 
 	contextName := key.Context
@@ -74,12 +75,12 @@ func parseKubeconfig(key IdentityKey, data []byte) (*kubeconfig, error) {
 		contextName = cfg.CurrentContext
 	}
 	if contextName == "" {
-		return nil, newIdentityError(key, infrav1.IdentityContextNotFoundReason, true, nil,
+		return nil, identity.NewError(key, infrav1.IdentityContextNotFoundReason, true, nil,
 			"kubeconfig has no current-context and identityRef.context is empty")
 	}
 	kctx, ok := cfg.Contexts[contextName]
 	if !ok || kctx == nil {
-		return nil, newIdentityError(key, infrav1.IdentityContextNotFoundReason, true, nil,
+		return nil, identity.NewError(key, infrav1.IdentityContextNotFoundReason, true, nil,
 			"context %q is not in the kubeconfig (it has: %s)", contextName, strings.Join(sortedKeys(cfg.Contexts), ", "))
 	}
 	cluster, ok := cfg.Clusters[kctx.Cluster]
@@ -104,7 +105,7 @@ func parseKubeconfig(key IdentityKey, data []byte) (*kubeconfig, error) {
 	// Certificates that cannot be parsed are the tenant's mistake: say so now
 	// rather than as an unreachable server later.
 	if _, err := rest.TLSConfigFor(restConfig); err != nil {
-		return nil, newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, err,
+		return nil, identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, err,
 			"kubeconfig certificates of context %q are unusable: %v", contextName, err)
 	}
 
@@ -115,7 +116,7 @@ func parseKubeconfig(key IdentityKey, data []byte) (*kubeconfig, error) {
 	return &kubeconfig{restConfig: restConfig, namespace: kctx.Namespace, hash: hex.EncodeToString(sum.Sum(nil))}, nil
 }
 
-func restConfigForCluster(key IdentityKey, name string, cluster *clientcmdapi.Cluster) (*rest.Config, error) {
+func restConfigForCluster(key identity.Key, name string, cluster *clientcmdapi.Cluster) (*rest.Config, error) {
 	path := fmt.Sprintf("clusters[%s]", name)
 	if cluster.Server == "" {
 		return nil, invalidKubeconfig(key, path+".server", "is empty")
@@ -147,7 +148,7 @@ func restConfigForCluster(key IdentityKey, name string, cluster *clientcmdapi.Cl
 	return cfg, nil
 }
 
-func applyUser(key IdentityKey, name string, user *clientcmdapi.AuthInfo, cfg *rest.Config) error {
+func applyUser(key identity.Key, name string, user *clientcmdapi.AuthInfo, cfg *rest.Config) error {
 	path := fmt.Sprintf("users[%s]", name)
 	switch {
 	case user.Exec != nil:
@@ -185,4 +186,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// invalidKubeconfig reports a kubeconfig field that cannot be used.
+func invalidKubeconfig(key identity.Key, fieldPath, problem string) *identity.Error {
+	return identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, nil, "kubeconfig field %s: %s", fieldPath, problem)
 }

@@ -1,4 +1,4 @@
-package remote
+package identity
 
 import (
 	"context"
@@ -54,26 +54,26 @@ func TestResolveMachineIdentity(t *testing.T) {
 	tests := []struct {
 		name    string
 		machine *infrav1.Metal3Machine
-		want    IdentityKey
+		want    Key
 		wantErr string
 	}{
 		{name: "own identityRef wins over the cluster's", machine: machine("metal3", own),
-			want: IdentityKey{SecretNamespace: "tenant-a", SecretName: "own-pool"}},
+			want: Key{SecretNamespace: "tenant-a", SecretName: "own-pool"}},
 		{name: "own identityRef needs no cluster", machine: machine("", own),
-			want: IdentityKey{SecretNamespace: "tenant-a", SecretName: "own-pool"}},
+			want: Key{SecretNamespace: "tenant-a", SecretName: "own-pool"}},
 		{name: "cluster's identityRef", machine: machine("metal3", nil),
-			want: IdentityKey{SecretNamespace: "tenant-a", SecretName: "pool-east", Context: "east"}},
-		{name: "cluster without identityRef: in-cluster", machine: machine("incluster", nil), want: InClusterKey},
-		{name: "infrastructure is not a Metal3Cluster: in-cluster", machine: machine("other", nil), want: InClusterKey},
+			want: Key{SecretNamespace: "tenant-a", SecretName: "pool-east", Context: "east"}},
+		{name: "cluster without identityRef: in-cluster", machine: machine("incluster", nil), want: InCluster},
+		{name: "infrastructure is not a Metal3Cluster: in-cluster", machine: machine("other", nil), want: InCluster},
 		{name: "infrastructure is not a Metal3Cluster, own identityRef", machine: machine("other", own),
-			want: IdentityKey{SecretNamespace: "tenant-a", SecretName: "own-pool"}},
+			want: Key{SecretNamespace: "tenant-a", SecretName: "own-pool"}},
 		{name: "no cluster label yet", machine: machine("", nil), wantErr: "cluster.x-k8s.io/cluster-name"},
 		{name: "cluster missing", machine: machine("gone", nil), wantErr: "Cluster tenant-a/gone"},
 		{name: "Metal3Cluster missing", machine: machine("missing-m3c", nil), wantErr: "Metal3Cluster tenant-a/missing-m3c"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ResolveMachineIdentity(context.Background(), c, tt.machine)
+			got, err := ResolveMachine(context.Background(), c, tt.machine)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one mentioning %q", err, tt.wantErr)

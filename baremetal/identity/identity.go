@@ -1,4 +1,4 @@
-package remote
+package identity
 
 import (
 	"context"
@@ -11,29 +11,29 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
 
-// IdentityKey names one set of credentials: a kubeconfig Secret and the
+// Key names one set of credentials: a kubeconfig Secret and the
 // context chosen in it. The zero key is the provider's in-cluster identity.
 // It is the key of the Cache: every object using the same Secret and context
 // shares one client, one informer cache and one health probe.
-type IdentityKey struct {
+type Key struct {
 	SecretNamespace string
 	SecretName      string
 	// Context as written in the identityRef; empty means the current context.
 	Context string
 }
 
-// InClusterKey is the key of the provider's own credentials.
-var InClusterKey = IdentityKey{}
+// InCluster is the key of the provider's own credentials.
+var InCluster = Key{}
 
 // IsInCluster reports whether k is the provider's own identity.
-func (k IdentityKey) IsInCluster() bool { return k == InClusterKey }
+func (k Key) IsInCluster() bool { return k == InCluster }
 
 // Secret is the namespace/name of the kubeconfig Secret.
-func (k IdentityKey) Secret() types.NamespacedName {
+func (k Key) Secret() types.NamespacedName {
 	return types.NamespacedName{Namespace: k.SecretNamespace, Name: k.SecretName}
 }
 
-func (k IdentityKey) String() string {
+func (k Key) String() string {
 	if k.IsInCluster() {
 		return "in-cluster"
 	}
@@ -47,48 +47,48 @@ func (k IdentityKey) String() string {
 // object's own namespace, where the hosts are when neither the identity nor
 // its context says otherwise.
 type Identity struct {
-	Key             IdentityKey
+	Key             Key
 	ObjectNamespace string
 }
 
-// identityFromRef turns an identityRef of an object in namespace into an
+// fromRef turns an identityRef of an object in namespace into an
 // Identity; a nil ref is the in-cluster identity.
-func identityFromRef(ref *infrav1.IdentityRef, namespace string) Identity {
+func fromRef(ref *infrav1.IdentityRef, namespace string) Identity {
 	if ref == nil {
 		return Identity{ObjectNamespace: namespace}
 	}
 	return Identity{
-		Key:             IdentityKey{SecretNamespace: namespace, SecretName: ref.Name, Context: ref.Context},
+		Key:             Key{SecretNamespace: namespace, SecretName: ref.Name, Context: ref.Context},
 		ObjectNamespace: namespace,
 	}
 }
 
-// ClusterIdentity resolves a Metal3Cluster's identity: its own identityRef,
+// OfCluster resolves a Metal3Cluster's identity: its own identityRef,
 // else in-cluster.
-func ClusterIdentity(cluster *infrav1.Metal3Cluster) Identity {
-	return identityFromRef(cluster.Spec.IdentityRef, cluster.Namespace)
+func OfCluster(cluster *infrav1.Metal3Cluster) Identity {
+	return fromRef(cluster.Spec.IdentityRef, cluster.Namespace)
 }
 
-// MachineIdentity resolves a Metal3Machine's identity: its own identityRef,
+// OfMachine resolves a Metal3Machine's identity: its own identityRef,
 // else the identityRef of its Metal3Cluster, else in-cluster. cluster is nil
 // when the machine's Cluster has no Metal3Cluster (externally managed
 // infrastructure, or another kind), which leaves the machine's own
 // identityRef or in-cluster.
-func MachineIdentity(machine *infrav1.Metal3Machine, cluster *infrav1.Metal3Cluster) Identity {
+func OfMachine(machine *infrav1.Metal3Machine, cluster *infrav1.Metal3Cluster) Identity {
 	if machine.Spec.IdentityRef != nil || cluster == nil {
-		return identityFromRef(machine.Spec.IdentityRef, machine.Namespace)
+		return fromRef(machine.Spec.IdentityRef, machine.Namespace)
 	}
 	// The Secret is looked up in the cluster's namespace, which is the
 	// machine's: CAPI keeps a cluster's objects in one namespace.
-	return identityFromRef(cluster.Spec.IdentityRef, machine.Namespace)
+	return fromRef(cluster.Spec.IdentityRef, machine.Namespace)
 }
 
-// ResolveMachineIdentity finds the Metal3Cluster of machine (through its
+// ResolveMachine finds the Metal3Cluster of machine (through its
 // Cluster's infrastructureRef) and resolves the machine's identity. A machine
 // with its own identityRef needs no cluster lookup.
-func ResolveMachineIdentity(ctx context.Context, c client.Reader, machine *infrav1.Metal3Machine) (Identity, error) {
+func ResolveMachine(ctx context.Context, c client.Reader, machine *infrav1.Metal3Machine) (Identity, error) {
 	if machine.Spec.IdentityRef != nil {
-		return MachineIdentity(machine, nil), nil
+		return OfMachine(machine, nil), nil
 	}
 	clusterName := machine.Labels[clusterv1.ClusterNameLabel]
 	if clusterName == "" {
@@ -102,11 +102,11 @@ func ResolveMachineIdentity(ctx context.Context, c client.Reader, machine *infra
 	ref := cluster.Spec.InfrastructureRef
 	if ref.Kind != "Metal3Cluster" || ref.APIGroup != infrav1.GroupVersion.Group || ref.Name == "" {
 		// Externally managed or other infrastructure: no cluster identity.
-		return MachineIdentity(machine, nil), nil
+		return OfMachine(machine, nil), nil
 	}
 	m3c := &infrav1.Metal3Cluster{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: machine.Namespace, Name: ref.Name}, m3c); err != nil {
 		return Identity{}, fmt.Errorf("get Metal3Cluster %s/%s of Metal3Machine %s: %w", machine.Namespace, ref.Name, machine.Name, err)
 	}
-	return MachineIdentity(machine, m3c), nil
+	return OfMachine(machine, m3c), nil
 }

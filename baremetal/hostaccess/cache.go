@@ -1,4 +1,4 @@
-package remote
+package hostaccess
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
 // userKinds are the kinds that use identities; each gets an event source.
@@ -41,7 +42,7 @@ type keyState struct {
 	// accessor is nil while disconnected.
 	accessor *accessor
 	// lastErr is why the identity is not usable, while accessor is nil.
-	lastErr *IdentityError
+	lastErr *identity.Error
 	// retryAt is when the next connection attempt may be made.
 	retryAt  time.Time
 	failures int
@@ -58,12 +59,12 @@ type Cache struct {
 	// ctx is the lifetime of the Cache (Start's context): accessors outlive
 	// the reconcile that connected them and end with the manager.
 	ctx    context.Context //nolint:containedctx // the runnable's lifetime, parent of every accessor
-	states map[IdentityKey]*keyState
-	users  map[userRef]IdentityKey
+	states map[identity.Key]*keyState
+	users  map[userRef]identity.Key
 	// events carries, per user kind, the requests of the Cache's sources.
 	events map[string]chan event.GenericEvent
 	// connecting serialises connection attempts per key without holding mu.
-	connecting map[IdentityKey]*sync.Mutex
+	connecting map[identity.Key]*sync.Mutex
 }
 
 // New returns a Cache; add it to the manager with mgr.Add.
@@ -77,10 +78,10 @@ func New(opts Options) (*Cache, error) {
 	}
 	c := &Cache{
 		opts:       opts,
-		states:     map[IdentityKey]*keyState{},
-		users:      map[userRef]IdentityKey{},
+		states:     map[identity.Key]*keyState{},
+		users:      map[userRef]identity.Key{},
 		events:     map[string]chan event.GenericEvent{},
-		connecting: map[IdentityKey]*sync.Mutex{},
+		connecting: map[identity.Key]*sync.Mutex{},
 	}
 	for _, kind := range userKinds {
 		c.events[kind] = make(chan event.GenericEvent, 1024)
@@ -131,23 +132,23 @@ func (c *Cache) Source(kind string) source.Source {
 
 // HostAccess returns access to the hosts of identity for user, registering
 // user as one of the identity's users: an identity nobody uses any longer is
-// stopped. The error is an *IdentityError when the identity cannot be used.
-func (c *Cache) HostAccess(ctx context.Context, user client.Object, identity Identity) (HostAccess, error) {
-	key := identity.Key
+// stopped. The error is an *identity.Error when the identity cannot be used.
+func (c *Cache) HostAccess(ctx context.Context, user client.Object, id identity.Identity) (HostAccess, error) {
+	key := id.Key
 	c.use(userRefFor(user), key)
 	if key.IsInCluster() {
-		return &hostAccess{key: key, namespace: identity.ObjectNamespace, client: c.opts.InClusterClient, reader: c.opts.InClusterReader}, nil
+		return &hostAccess{key: key, namespace: id.ObjectNamespace, client: c.opts.InClusterClient, reader: c.opts.InClusterReader}, nil
 	}
-	return c.remoteAccess(ctx, identity)
+	return c.remoteAccess(ctx, id)
 }
 
 // CheckIdentity reports whether identity is usable, connecting it if need
 // be, without registering a user. It is HostAccess for status reporting.
-func (c *Cache) CheckIdentity(ctx context.Context, identity Identity) error {
-	if identity.Key.IsInCluster() {
+func (c *Cache) CheckIdentity(ctx context.Context, id identity.Identity) error {
+	if id.Key.IsInCluster() {
 		return nil
 	}
-	_, err := c.remoteAccess(ctx, identity)
+	_, err := c.remoteAccess(ctx, id)
 	return err
 }
 
@@ -166,7 +167,7 @@ func (c *Cache) Release(user client.Object) {
 }
 
 // UserKey returns the identity an object used when last reconciled.
-func (c *Cache) UserKey(kind string, name types.NamespacedName) (IdentityKey, bool) {
+func (c *Cache) UserKey(kind string, name types.NamespacedName) (identity.Key, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key, ok := c.users[userRef{kind: kind, NamespacedName: name}]
@@ -176,7 +177,7 @@ func (c *Cache) UserKey(kind string, name types.NamespacedName) (IdentityKey, bo
 // MachineForHost maps a BareMetalHost seen through key to the Metal3Machine
 // named by its consumerRef, but only if that machine uses key: a host never
 // triggers another tenant's objects, even one with the same name.
-func (c *Cache) MachineForHost(key IdentityKey, host *bmov1alpha1.BareMetalHost) (reconcile.Request, bool) {
+func (c *Cache) MachineForHost(key identity.Key, host *bmov1alpha1.BareMetalHost) (reconcile.Request, bool) {
 	ref := host.Spec.ConsumerRef
 	if ref == nil || ref.Kind != "Metal3Machine" || ref.Name == "" {
 		return reconcile.Request{}, false
@@ -199,7 +200,7 @@ func (c *Cache) InClusterHostHandler() handler.EventHandler {
 		if !ok {
 			return nil
 		}
-		if req, ok := c.MachineForHost(InClusterKey, host); ok {
+		if req, ok := c.MachineForHost(identity.InCluster, host); ok {
 			return []reconcile.Request{req}
 		}
 		return nil
@@ -210,10 +211,10 @@ func (c *Cache) InClusterHostHandler() handler.EventHandler {
 func (c *Cache) SecretMetadata() client.Reader { return c.opts.ManagementCache }
 
 // ConnectedKeys lists the identities with a running accessor.
-func (c *Cache) ConnectedKeys() []IdentityKey {
+func (c *Cache) ConnectedKeys() []identity.Key {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var keys []IdentityKey
+	var keys []identity.Key
 	for key, state := range c.states {
 		if state.accessor != nil {
 			keys = append(keys, key)
@@ -222,7 +223,7 @@ func (c *Cache) ConnectedKeys() []IdentityKey {
 	return keys
 }
 
-func (c *Cache) use(ref userRef, key IdentityKey) {
+func (c *Cache) use(ref userRef, key identity.Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, had := c.users[ref]
@@ -232,7 +233,7 @@ func (c *Cache) use(ref userRef, key IdentityKey) {
 	}
 }
 
-func (c *Cache) stopIfUnusedLocked(key IdentityKey) {
+func (c *Cache) stopIfUnusedLocked(key identity.Key) {
 	for _, k := range c.users {
 		if k == key {
 			return
@@ -247,13 +248,13 @@ func (c *Cache) stopIfUnusedLocked(key IdentityKey) {
 // remoteAccess returns the accessor of a Secret identity, connecting it when
 // needed. The fast path, a connected identity whose Secret did not change,
 // reads only the informer-cached Secret metadata: no API request.
-func (c *Cache) remoteAccess(ctx context.Context, identity Identity) (HostAccess, error) {
-	key := identity.Key
+func (c *Cache) remoteAccess(ctx context.Context, id identity.Identity) (HostAccess, error) {
+	key := id.Key
 	meta := secretMetadata()
 	if err := c.opts.ManagementCache.Get(ctx, key.Secret(), meta); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.forget(key)
-			return nil, newIdentityError(key, infrav1.IdentitySecretNotFoundReason, true, err,
+			return nil, identity.NewError(key, infrav1.IdentitySecretNotFoundReason, true, err,
 				"Secret %s not found", key.Secret())
 		}
 		return nil, fmt.Errorf("read metadata of identity Secret %s: %w", key.Secret(), err)
@@ -275,7 +276,7 @@ func (c *Cache) remoteAccess(ctx context.Context, identity Identity) (HostAccess
 	if err := c.opts.SecretReader.Get(ctx, key.Secret(), secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.forget(key)
-			return nil, newIdentityError(key, infrav1.IdentitySecretNotFoundReason, true, err, "Secret %s not found", key.Secret())
+			return nil, identity.NewError(key, infrav1.IdentitySecretNotFoundReason, true, err, "Secret %s not found", key.Secret())
 		}
 		return nil, fmt.Errorf("read identity Secret %s: %w", key.Secret(), err)
 	}
@@ -289,7 +290,7 @@ func (c *Cache) remoteAccess(ctx context.Context, identity Identity) (HostAccess
 	}
 	namespace := parsed.namespace
 	if namespace == "" {
-		namespace = identity.ObjectNamespace
+		namespace = id.ObjectNamespace
 	}
 
 	c.mu.Lock()
@@ -339,7 +340,7 @@ func (c *Cache) remoteAccess(ctx context.Context, identity Identity) (HostAccess
 // cachedAccess answers from the key's state when the Secret is unchanged:
 // the connected accessor, or the last error while backing off. done is false
 // when a (re)connection must be attempted.
-func (c *Cache) cachedAccess(key IdentityKey, secretVersion string) (HostAccess, bool, error) {
+func (c *Cache) cachedAccess(key identity.Key, secretVersion string) (HostAccess, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	state, ok := c.states[key]
@@ -357,7 +358,7 @@ func (c *Cache) cachedAccess(key IdentityKey, secretVersion string) (HostAccess,
 	return nil, false, nil
 }
 
-func (c *Cache) recordFailure(key IdentityKey, secretVersion, hash string, err error, retry bool) {
+func (c *Cache) recordFailure(key identity.Key, secretVersion, hash string, err error, retry bool) {
 	ie := classify(key, "", err)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -365,7 +366,7 @@ func (c *Cache) recordFailure(key IdentityKey, secretVersion, hash string, err e
 	if state.lastErr == nil || state.lastErr.Reason != ie.Reason {
 		// Operators want to see a tenant's identity refused or failing,
 		// once per change rather than at every retry.
-		ctrl.Log.WithName("remote").Info("Identity cannot be used", "identity", key.String(), "reason", ie.Reason, "message", ie.Message)
+		ctrl.Log.WithName("remote").Info("identity.Identity cannot be used", "identity", key.String(), "reason", ie.Reason, "message", ie.Message)
 	}
 	c.disconnectLocked(key, state)
 	state.secretVersion, state.hash, state.lastErr = secretVersion, hash, ie
@@ -385,7 +386,7 @@ func (c *Cache) backoff(failures int) time.Duration {
 
 // RetryAfter is how long a controller should wait before asking again for an
 // identity that failed.
-func (c *Cache) RetryAfter(key IdentityKey) time.Duration {
+func (c *Cache) RetryAfter(key identity.Key) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if state, ok := c.states[key]; ok && !state.retryAt.IsZero() {
@@ -398,7 +399,7 @@ func (c *Cache) RetryAfter(key IdentityKey) time.Duration {
 
 // forget drops everything about key after its Secret went away; its users
 // stay registered so they learn when the Secret comes back.
-func (c *Cache) forget(key IdentityKey) {
+func (c *Cache) forget(key identity.Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if state, ok := c.states[key]; ok {
@@ -407,7 +408,7 @@ func (c *Cache) forget(key IdentityKey) {
 	}
 }
 
-func (c *Cache) stateLocked(key IdentityKey) *keyState {
+func (c *Cache) stateLocked(key identity.Key) *keyState {
 	state, ok := c.states[key]
 	if !ok {
 		state = &keyState{}
@@ -416,7 +417,7 @@ func (c *Cache) stateLocked(key IdentityKey) *keyState {
 	return state
 }
 
-func (c *Cache) connectLock(key IdentityKey) *sync.Mutex {
+func (c *Cache) connectLock(key identity.Key) *sync.Mutex {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	lock, ok := c.connecting[key]
@@ -428,7 +429,7 @@ func (c *Cache) connectLock(key IdentityKey) *sync.Mutex {
 }
 
 // disconnectLocked stops the key's accessor, if any, and tells its users.
-func (c *Cache) disconnectLocked(key IdentityKey, state *keyState) {
+func (c *Cache) disconnectLocked(key identity.Key, state *keyState) {
 	if state.accessor == nil {
 		return
 	}
@@ -439,7 +440,7 @@ func (c *Cache) disconnectLocked(key IdentityKey, state *keyState) {
 }
 
 // disconnect is called by an accessor whose probe gave up.
-func (c *Cache) disconnect(acc *accessor, err *IdentityError) {
+func (c *Cache) disconnect(acc *accessor, err *identity.Error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	state, ok := c.states[acc.key]
@@ -454,7 +455,7 @@ func (c *Cache) disconnect(acc *accessor, err *IdentityError) {
 
 // notifyUsersLocked enqueues every object using key, so their conditions
 // follow the identity's connection.
-func (c *Cache) notifyUsersLocked(key IdentityKey) {
+func (c *Cache) notifyUsersLocked(key identity.Key) {
 	for ref, k := range c.users {
 		if k == key {
 			c.sendLocked(ref.kind, ref.NamespacedName)
@@ -497,7 +498,7 @@ func (c *Cache) secretChanged(obj any) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	notified := map[IdentityKey]bool{}
+	notified := map[identity.Key]bool{}
 	for _, key := range c.users {
 		if !key.IsInCluster() && !notified[key] && key.SecretNamespace == meta.GetNamespace() && key.SecretName == meta.GetName() {
 			notified[key] = true

@@ -1,6 +1,7 @@
-package remote
+package hostaccess
 
 import (
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -10,7 +11,7 @@ import (
 // are read and written without caching; every write goes to the API server.
 type HostAccess interface {
 	// Key is the identity this access was made for.
-	Key() IdentityKey
+	Key() identity.Key
 	// Namespace is where the hosts are, and where host Secrets are written.
 	Namespace() string
 	// Client talks to the hosts' cluster.
@@ -22,13 +23,21 @@ type HostAccess interface {
 
 // hostAccess is a HostAccess for one identity and namespace.
 type hostAccess struct {
-	key       IdentityKey
+	key       identity.Key
 	namespace string
 	client    client.Client
 	reader    client.Reader
 }
 
-func (h *hostAccess) Key() IdentityKey      { return h.key }
+func (h *hostAccess) Key() identity.Key     { return h.key }
 func (h *hostAccess) Namespace() string     { return h.namespace }
 func (h *hostAccess) Client() client.Client { return h.client }
 func (h *hostAccess) Reader() client.Reader { return h.reader }
+
+// NamespaceOf is where access's hosts are, or "" without access.
+func NamespaceOf(access HostAccess) string {
+	if access == nil {
+		return ""
+	}
+	return access.Namespace()
+}

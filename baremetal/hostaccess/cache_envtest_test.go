@@ -1,4 +1,4 @@
-package remote
+package hostaccess
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -90,7 +91,7 @@ func startTwoClusters(t *testing.T) *twoClusters {
 
 // tenant creates, for user, a pool namespace with the provider's Role and an
 // identity Secret in the management namespace, and returns the identity.
-func (tc *twoClusters) tenant(t *testing.T, user, mgmtNamespace, poolNamespace string, rules ...testenv.Rule) Identity {
+func (tc *twoClusters) tenant(t *testing.T, user, mgmtNamespace, poolNamespace string, rules ...testenv.Rule) identity.Identity {
 	t.Helper()
 	if len(rules) == 0 {
 		rules = testenv.HostProviderRules()
@@ -104,17 +105,17 @@ func (tc *twoClusters) tenant(t *testing.T, user, mgmtNamespace, poolNamespace s
 	if err := tc.mgmt.Client.Create(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
-	return Identity{Key: IdentityKey{SecretNamespace: mgmtNamespace, SecretName: secret.Name}, ObjectNamespace: mgmtNamespace}
+	return identity.Identity{Key: identity.Key{SecretNamespace: mgmtNamespace, SecretName: secret.Name}, ObjectNamespace: mgmtNamespace}
 }
 
 // hostAccess retries while the management cache catches up with a Secret
 // the test just wrote.
-func (tc *twoClusters) hostAccess(t *testing.T, user client.Object, identity Identity) HostAccess {
+func (tc *twoClusters) hostAccess(t *testing.T, user client.Object, id identity.Identity) HostAccess {
 	t.Helper()
 	var access HostAccess
 	NewWithT(t).Eventually(func() error {
 		var err error
-		access, err = tc.cache.HostAccess(tc.ctx, user, identity)
+		access, err = tc.cache.HostAccess(tc.ctx, user, id)
 		return err
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 	return access
@@ -199,23 +200,23 @@ func TestHostsThroughRemoteIdentity(t *testing.T) {
 func TestRotationStopsOldAccessor(t *testing.T) {
 	g := NewWithT(t)
 	tc := startTwoClusters(t)
-	identity := tc.tenant(t, "tenant-a", "tenant-a", "pool-a")
+	id := tc.tenant(t, "tenant-a", "tenant-a", "pool-a")
 	worker := machine("tenant-a", "worker-0")
-	access := tc.hostAccess(t, worker, identity)
+	access := tc.hostAccess(t, worker, id)
 	g.Expect(whoAmI(tc.ctx, t, access)).To(Equal("tenant-a"))
 
 	tc.cache.mu.Lock()
-	old := tc.cache.states[identity.Key].accessor
+	old := tc.cache.states[id.Key].accessor
 	tc.cache.mu.Unlock()
 
 	tc.pool.GrantInNamespace(t, "pool-a", "tenant-a-rotated", testenv.HostProviderRules()...)
 	secret := &corev1.Secret{}
-	g.Expect(tc.mgmt.Client.Get(tc.ctx, identity.Key.Secret(), secret)).To(Succeed())
+	g.Expect(tc.mgmt.Client.Get(tc.ctx, id.Key.Secret(), secret)).To(Succeed())
 	secret.Data["kubeconfig"] = tc.pool.UserKubeconfig(t, "tenant-a-rotated", "pool", "pool-a")
 	g.Expect(tc.mgmt.Client.Update(tc.ctx, secret)).To(Succeed())
 
 	g.Eventually(func() (string, error) {
-		a, err := tc.cache.HostAccess(tc.ctx, worker, identity)
+		a, err := tc.cache.HostAccess(tc.ctx, worker, id)
 		if err != nil {
 			return "", err
 		}
@@ -223,7 +224,7 @@ func TestRotationStopsOldAccessor(t *testing.T) {
 	}).WithTimeout(20*time.Second).Should(Equal("tenant-a-rotated"), "the next use sees the new credentials")
 
 	g.Expect(old.stopped()).To(BeTrue(), "the old accessor's informers and probe are stopped")
-	g.Expect(tc.cache.ConnectedKeys()).To(ConsistOf(identity.Key), "one accessor per identity")
+	g.Expect(tc.cache.ConnectedKeys()).To(ConsistOf(id.Key), "one accessor per identity")
 }
 
 func whoAmI(ctx context.Context, t *testing.T, access HostAccess) string {
@@ -240,12 +241,12 @@ func whoAmI(ctx context.Context, t *testing.T, access HostAccess) string {
 func TestIdentityLifetime(t *testing.T) {
 	g := NewWithT(t)
 	tc := startTwoClusters(t)
-	identity := tc.tenant(t, "tenant-a", "tenant-a", "pool-a")
+	id := tc.tenant(t, "tenant-a", "tenant-a", "pool-a")
 	worker := machine("tenant-a", "worker-0")
 
 	before := runtime.NumGoroutine()
-	tc.hostAccess(t, worker, identity)
-	g.Expect(tc.cache.ConnectedKeys()).To(ConsistOf(identity.Key))
+	tc.hostAccess(t, worker, id)
+	g.Expect(tc.cache.ConnectedKeys()).To(ConsistOf(id.Key))
 	g.Expect(runtime.NumGoroutine()).To(BeNumerically(">", before), "a connected identity runs informers and a probe")
 
 	tc.cache.Release(worker)
@@ -253,14 +254,14 @@ func TestIdentityLifetime(t *testing.T) {
 	g.Eventually(runtime.NumGoroutine).WithTimeout(15*time.Second).Should(BeNumerically("<=", before+2),
 		"no goroutine of the stopped identity remains")
 
-	tc.hostAccess(t, worker, identity)
-	g.Expect(tc.cache.ConnectedKeys()).To(ConsistOf(identity.Key))
+	tc.hostAccess(t, worker, id)
+	g.Expect(tc.cache.ConnectedKeys()).To(ConsistOf(id.Key))
 	g.Expect(tc.mgmt.Client.Delete(tc.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
-		Namespace: identity.Key.SecretNamespace, Name: identity.Key.SecretName,
+		Namespace: id.Key.SecretNamespace, Name: id.Key.SecretName,
 	}})).To(Succeed())
 	g.Eventually(func() string {
-		_, err := tc.cache.HostAccess(tc.ctx, worker, identity)
-		if ie, ok := AsIdentityError(err); ok {
+		_, err := tc.cache.HostAccess(tc.ctx, worker, id)
+		if ie, ok := identity.AsError(err); ok {
 			return ie.Reason
 		}
 		return ""
@@ -278,9 +279,9 @@ func TestIdentityErrors(t *testing.T) {
 		g := NewWithT(t)
 		rules := testenv.HostProviderRules()
 		rules[0].Verbs = []string{"get", "list", "watch", "patch"} // no update
-		identity := tc.tenant(t, "tenant-limited", "tenant-limited", "pool-limited", rules...)
+		id := tc.tenant(t, "tenant-limited", "tenant-limited", "pool-limited", rules...)
 		g.Eventually(func() string {
-			_, err := tc.cache.HostAccess(tc.ctx, machine("tenant-limited", "m"), identity)
+			_, err := tc.cache.HostAccess(tc.ctx, machine("tenant-limited", "m"), id)
 			return reasonAndMessage(err)
 		}).WithTimeout(20 * time.Second).Should(And(
 			HavePrefix(infrav1.IdentityForbiddenReason),
@@ -291,10 +292,10 @@ func TestIdentityErrors(t *testing.T) {
 
 	t.Run("a real API server's Forbidden message reaches callers", func(t *testing.T) {
 		g := NewWithT(t)
-		identity := tc.tenant(t, "tenant-curious", "tenant-curious", "pool-curious")
-		access := tc.hostAccess(t, machine("tenant-curious", "m"), identity)
+		id := tc.tenant(t, "tenant-curious", "tenant-curious", "pool-curious")
+		access := tc.hostAccess(t, machine("tenant-curious", "m"), id)
 		err := access.Client().Get(tc.ctx, types.NamespacedName{Namespace: "kube-system", Name: "anything"}, &corev1.Secret{})
-		g.Expect(reasonAndMessage(classify(identity.Key, "", err))).To(And(
+		g.Expect(reasonAndMessage(classify(id.Key, "", err))).To(And(
 			HavePrefix(infrav1.IdentityForbiddenReason),
 			ContainSubstring(`User "tenant-curious" cannot get resource "secrets" in API group "" in the namespace "kube-system"`),
 		), "the API server passed the handshake: its Status message is what makes Forbidden actionable")
@@ -302,44 +303,44 @@ func TestIdentityErrors(t *testing.T) {
 
 	t.Run("Unauthorized for credentials the server rejects", func(t *testing.T) {
 		g := NewWithT(t)
-		identity := tc.tenant(t, "tenant-revoked", "tenant-revoked", "pool-revoked")
+		id := tc.tenant(t, "tenant-revoked", "tenant-revoked", "pool-revoked")
 		secret := &corev1.Secret{}
-		g.Expect(tc.mgmt.Client.Get(tc.ctx, identity.Key.Secret(), secret)).To(Succeed())
+		g.Expect(tc.mgmt.Client.Get(tc.ctx, id.Key.Secret(), secret)).To(Succeed())
 		// Keep the server and CA, swap the client certificate for a token nobody issued.
 		secret.Data["kubeconfig"] = withToken(t, secret.Data["kubeconfig"], "not-a-valid-token")
 		g.Expect(tc.mgmt.Client.Update(tc.ctx, secret)).To(Succeed())
 		g.Eventually(func() string {
-			_, err := tc.cache.HostAccess(tc.ctx, machine("tenant-revoked", "m"), identity)
+			_, err := tc.cache.HostAccess(tc.ctx, machine("tenant-revoked", "m"), id)
 			return reasonAndMessage(err)
 		}).WithTimeout(20 * time.Second).Should(HavePrefix(infrav1.IdentityUnauthorizedReason))
 	})
 
 	t.Run("Unreachable for a server that is not there", func(t *testing.T) {
 		g := NewWithT(t)
-		identity := tc.tenant(t, "tenant-lost", "tenant-lost", "pool-lost")
+		id := tc.tenant(t, "tenant-lost", "tenant-lost", "pool-lost")
 		secret := &corev1.Secret{}
-		g.Expect(tc.mgmt.Client.Get(tc.ctx, identity.Key.Secret(), secret)).To(Succeed())
+		g.Expect(tc.mgmt.Client.Get(tc.ctx, id.Key.Secret(), secret)).To(Succeed())
 		secret.Data["kubeconfig"] = withServer(t, secret.Data["kubeconfig"], "https://"+testenv.FreeLoopbackAddr(t))
 		g.Expect(tc.mgmt.Client.Update(tc.ctx, secret)).To(Succeed())
 		g.Eventually(func() string {
-			_, err := tc.cache.HostAccess(tc.ctx, machine("tenant-lost", "m"), identity)
+			_, err := tc.cache.HostAccess(tc.ctx, machine("tenant-lost", "m"), id)
 			return reasonAndMessage(err)
 		}).WithTimeout(20 * time.Second).Should(HavePrefix(infrav1.IdentityUnreachableReason))
 	})
 
 	t.Run("ContextNotFound for a context the kubeconfig lacks", func(t *testing.T) {
 		g := NewWithT(t)
-		identity := tc.tenant(t, "tenant-ctx", "tenant-ctx", "pool-ctx")
-		identity.Key.Context = "elsewhere"
+		id := tc.tenant(t, "tenant-ctx", "tenant-ctx", "pool-ctx")
+		id.Key.Context = "elsewhere"
 		g.Eventually(func() string {
-			_, err := tc.cache.HostAccess(tc.ctx, machine("tenant-ctx", "m"), identity)
+			_, err := tc.cache.HostAccess(tc.ctx, machine("tenant-ctx", "m"), id)
 			return reasonAndMessage(err)
 		}).WithTimeout(20 * time.Second).Should(And(HavePrefix(infrav1.IdentityContextNotFoundReason), ContainSubstring("tenant-ctx/tenant-ctx-kubeconfig")))
 	})
 }
 
 func reasonAndMessage(err error) string {
-	if ie, ok := AsIdentityError(err); ok {
+	if ie, ok := identity.AsError(err); ok {
 		return ie.Reason + ": " + ie.Message
 	}
 	if err != nil {

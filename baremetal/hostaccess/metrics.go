@@ -1,8 +1,9 @@
-package remote
+package hostaccess
 
 import (
 	"time"
 
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -35,22 +36,22 @@ func init() {
 	metrics.Registry.MustRegister(connectedAccessors, accessorCreations, accessorRotations, probeFailures, lastSuccessfulProbe)
 }
 
-func recordConnected(key IdentityKey) {
+func recordConnected(key identity.Key) {
 	connectedAccessors.Inc()
 	accessorCreations.WithLabelValues(key.String()).Inc()
 	lastSuccessfulProbe.WithLabelValues(key.String()).Set(float64(time.Now().Unix()))
 }
 
-func recordDisconnected(key IdentityKey) {
+func recordDisconnected(key identity.Key) {
 	connectedAccessors.Dec()
 	// A stopped identity must not keep reporting a probe time.
 	lastSuccessfulProbe.DeleteLabelValues(key.String())
 }
 
-func recordRotation(key IdentityKey) { accessorRotations.WithLabelValues(key.String()).Inc() }
+func recordRotation(key identity.Key) { accessorRotations.WithLabelValues(key.String()).Inc() }
 
-func recordProbeSuccess(key IdentityKey) {
+func recordProbeSuccess(key identity.Key) {
 	lastSuccessfulProbe.WithLabelValues(key.String()).Set(float64(time.Now().Unix()))
 }
 
-func recordProbeFailure(key IdentityKey) { probeFailures.WithLabelValues(key.String()).Inc() }
+func recordProbeFailure(key identity.Key) { probeFailures.WithLabelValues(key.String()).Inc() }

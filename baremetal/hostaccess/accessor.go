@@ -1,4 +1,4 @@
-package remote
+package hostaccess
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
 // requiredAccess is what the provider does with hosts and their Secrets in
@@ -35,7 +36,7 @@ var requiredAccess = []struct {
 // accessor is one connected identity: its clients, its namespace-scoped
 // informer cache of BareMetalHosts, and the probe watching its API server.
 type accessor struct {
-	key       IdentityKey
+	key       identity.Key
 	namespace string
 	server    server
 	client    client.Client
@@ -60,15 +61,15 @@ func (a *accessor) hostAccess() HostAccess {
 // used: the server must pass the discovery handshake, grant every permission
 // the provider needs, and list the hosts, all within the connect timeout.
 // Every connection it makes is judged by the server policy when dialled.
-func connect(parent context.Context, owner *Cache, key IdentityKey, base *rest.Config, namespace string) (*accessor, error) {
+func connect(parent context.Context, owner *Cache, key identity.Key, base *rest.Config, namespace string) (*accessor, error) {
 	opts := owner.opts
 	srv, err := parseServer(base.Host)
 	if err != nil {
-		return nil, newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "server %q is not a URL", base.Host)
+		return nil, identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "server %q is not a URL", base.Host)
 	}
 	httpClient, err := identityHTTPClient(base, opts)
 	if err != nil {
-		return nil, newIdentityError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "cannot build an HTTP client for %s", srv.display)
+		return nil, identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "cannot build an HTTP client for %s", srv.display)
 	}
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
@@ -128,7 +129,7 @@ func connect(parent context.Context, owner *Cache, key IdentityKey, base *rest.C
 	acc.running.Go(func() { _ = hostCache.Start(ctx) })
 	if !hostCache.WaitForCacheSync(connectCtx) {
 		acc.stop()
-		return nil, newIdentityError(key, infrav1.IdentityUnreachableReason, false, nil,
+		return nil, identity.NewError(key, infrav1.IdentityUnreachableReason, false, nil,
 			"BareMetalHosts in namespace %s of %s could not be listed within %s", namespace, srv.display, opts.ConnectTimeout)
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -258,7 +259,7 @@ func (a *accessor) probeOnce(ctx context.Context, timeout time.Duration) error {
 
 // checkAccess asks the API server, one SelfSubjectAccessReview per verb,
 // whether the identity may do what the provider needs in namespace.
-func checkAccess(ctx context.Context, key IdentityKey, srv server, c client.Client, namespace string) error {
+func checkAccess(ctx context.Context, key identity.Key, srv server, c client.Client, namespace string) error {
 	var missing []string
 	for _, need := range requiredAccess {
 		for _, verb := range need.verbs {
@@ -282,7 +283,7 @@ func checkAccess(ctx context.Context, key IdentityKey, srv server, c client.Clie
 		}
 	}
 	if len(missing) > 0 {
-		return newIdentityError(key, infrav1.IdentityForbiddenReason, false, nil,
+		return identity.NewError(key, infrav1.IdentityForbiddenReason, false, nil,
 			"not allowed to %s in namespace %s", strings.Join(missing, ", "), namespace)
 	}
 	return nil

@@ -1,6 +1,6 @@
 // Package remote owns every client that talks to a cluster where
 // BareMetalHosts live. Managers never build clients: they ask the Cache for a
-// HostAccess for an Identity, and the in-cluster identity is just another
+// HostAccess for an identity.Identity, and the in-cluster identity is just another
 // HostAccess, so provisioning has one code path whatever the tenancy.
 //
 // Kubeconfigs come from tenants and are treated as untrusted input: anything
@@ -13,4 +13,4 @@
 // connection bounds every request and makes sure that nothing a server
 // answers reaches a condition or an Event, but the sanitized message of a
 // Kubernetes Status from a server that passed the handshake (guard.go).
-package remote
+package hostaccess

@@ -1,4 +1,4 @@
-package baremetal
+package identity
 
 import (
 	"context"
@@ -14,26 +14,26 @@ import (
 )
 
 const (
-	// IdentitySecretFinalizer keeps an identity Secret while a Metal3Cluster
+	// SecretFinalizer keeps an identity Secret while a Metal3Cluster
 	// or Metal3Machine uses it: without it, hosts could be neither
 	// provisioned nor released.
-	IdentitySecretFinalizer = "infrastructure.cluster.x-k8s.io/identity-in-use"
+	SecretFinalizer = "infrastructure.cluster.x-k8s.io/identity-in-use"
 	// ClusterctlMoveLabel makes clusterctl move carry the identity Secret
 	// with the cluster that uses it.
 	ClusterctlMoveLabel = "clusterctl.cluster.x-k8s.io/move"
 )
 
-// IdentitySecrets protects the kubeconfig Secrets named by identityRefs.
+// Secrets protects the kubeconfig Secrets named by identityRefs.
 // It reads Secret metadata from the manager's cache (no data, no request)
 // and writes only when the finalizer or label is missing.
-type IdentitySecrets struct {
+type Secrets struct {
 	Client   client.Client
 	Metadata client.Reader
 }
 
 // Protect puts the finalizer and the move label on the Secret namespace/name.
 // A missing Secret is not an error here: the IdentityReady condition says so.
-func (s *IdentitySecrets) Protect(ctx context.Context, namespace, name string) error {
+func (s *Secrets) Protect(ctx context.Context, namespace, name string) error {
 	meta, err := s.get(ctx, namespace, name)
 	if err != nil || meta == nil {
 		return err
@@ -41,13 +41,13 @@ func (s *IdentitySecrets) Protect(ctx context.Context, namespace, name string) e
 	_, labelled := meta.Labels[ClusterctlMoveLabel]
 	// A Secret already being deleted cannot take a new finalizer; if it is
 	// deleting, ours is on it or it was not in use until now.
-	protected := controllerutil.ContainsFinalizer(meta, IdentitySecretFinalizer) || !meta.DeletionTimestamp.IsZero()
+	protected := controllerutil.ContainsFinalizer(meta, SecretFinalizer) || !meta.DeletionTimestamp.IsZero()
 	if protected && labelled {
 		return nil
 	}
 	patch := client.MergeFrom(meta.DeepCopy())
 	if meta.DeletionTimestamp.IsZero() {
-		controllerutil.AddFinalizer(meta, IdentitySecretFinalizer)
+		controllerutil.AddFinalizer(meta, SecretFinalizer)
 	}
 	if meta.Labels == nil {
 		meta.Labels = map[string]string{}
@@ -61,7 +61,7 @@ func (s *IdentitySecrets) Protect(ctx context.Context, namespace, name string) e
 
 // Release removes the finalizer from namespace/name unless a Metal3Cluster
 // or Metal3Machine other than leaving still uses it.
-func (s *IdentitySecrets) Release(ctx context.Context, namespace, name string, leaving client.Object) error {
+func (s *Secrets) Release(ctx context.Context, namespace, name string, leaving client.Object) error {
 	if name == "" {
 		return nil
 	}
@@ -70,18 +70,18 @@ func (s *IdentitySecrets) Release(ctx context.Context, namespace, name string, l
 		return err
 	}
 	meta, err := s.get(ctx, namespace, name)
-	if err != nil || meta == nil || !controllerutil.ContainsFinalizer(meta, IdentitySecretFinalizer) {
+	if err != nil || meta == nil || !controllerutil.ContainsFinalizer(meta, SecretFinalizer) {
 		return err
 	}
 	patch := client.MergeFrom(meta.DeepCopy())
-	controllerutil.RemoveFinalizer(meta, IdentitySecretFinalizer)
+	controllerutil.RemoveFinalizer(meta, SecretFinalizer)
 	if err := s.Client.Patch(ctx, meta, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("release identity Secret %s/%s: %w", namespace, name, err)
 	}
 	return nil
 }
 
-func (s *IdentitySecrets) inUse(ctx context.Context, namespace, name string, leaving client.Object) (bool, error) {
+func (s *Secrets) inUse(ctx context.Context, namespace, name string, leaving client.Object) (bool, error) {
 	uses := func(obj client.Object, ref *infrav1.IdentityRef) bool {
 		return ref != nil && ref.Name == name && obj.GetDeletionTimestamp().IsZero() && obj.GetUID() != leaving.GetUID()
 	}
@@ -106,7 +106,7 @@ func (s *IdentitySecrets) inUse(ctx context.Context, namespace, name string, lea
 	return false, nil
 }
 
-func (s *IdentitySecrets) get(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+func (s *Secrets) get(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error) {
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	if err := s.Metadata.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, meta); err != nil {

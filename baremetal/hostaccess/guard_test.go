@@ -1,4 +1,4 @@
-package remote
+package hostaccess
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
 // marker stands for whatever a service inside the provider's network
@@ -193,7 +194,7 @@ func TestGuardTransportErrors(t *testing.T) {
 			server := tt.server(t)
 			c := testHTTPClient(t, server, Options{Policy: localPolicy})
 			err := discover(context.Background(), testKey, c.Client, mustServer(t, server))
-			ie, ok := AsIdentityError(err)
+			ie, ok := identity.AsError(err)
 			if !ok || ie.Reason != infrav1.IdentityUnreachableReason {
 				t.Fatalf("discover = %v, want Unreachable", err)
 			}
@@ -258,7 +259,7 @@ func TestDiscoveryHandshake(t *testing.T) {
 				}
 				return
 			}
-			ie, ok := AsIdentityError(err)
+			ie, ok := identity.AsError(err)
 			if !ok || ie.Reason != tt.wantReason {
 				t.Fatalf("discover = %v, want reason %s", err, tt.wantReason)
 			}
@@ -303,8 +304,8 @@ func TestRedirectsAreJudgedAtDialTime(t *testing.T) {
 				t.Fatalf("following the redirect: %v, want refusal by %q", err, tt.wantRule)
 			}
 
-			identity := testHTTPClient(t, origin.URL, Options{Policy: policy})
-			resp, err = identity.Get(origin.URL) //nolint:noctx // test client
+			id := testHTTPClient(t, origin.URL, Options{Policy: policy})
+			resp, err = id.Get(origin.URL) //nolint:noctx // test client
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,40 @@
+package identity
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error says why an identity cannot be used. Reason is one of the
+// IdentityReady condition reasons, so controllers surface it as is; Message
+// names the Secret and, for a bad kubeconfig, the offending field.
+type Error struct {
+	Key     Key
+	Reason  string
+	Message string
+	// Terminal errors need the user to change something (the Secret, the
+	// identityRef, RBAC); retrying sooner than the next change is pointless.
+	Terminal bool
+	cause    error
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func (e *Error) Unwrap() error { return e.cause }
+
+// AsError returns the Error in err's chain, if any.
+func AsError(err error) (*Error, bool) {
+	var ie *Error
+	ok := errors.As(err, &ie)
+	return ie, ok
+}
+
+func NewError(key Key, reason string, terminal bool, cause error, format string, args ...any) *Error {
+	return &Error{
+		Key:      key,
+		Reason:   reason,
+		Terminal: terminal,
+		Message:  fmt.Sprintf("identity %s: ", key) + fmt.Sprintf(format, args...),
+		cause:    cause,
+	}
+}

@@ -1,0 +1,45 @@
+package identity
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// Condition is the IdentityReady condition for the outcome of using id:
+// err is what connecting returned; hostNamespace is where the hosts are
+// when it succeeded.
+func Condition(id Identity, hostNamespace string, err error) metav1.Condition {
+	cond := metav1.Condition{Type: infrav1.IdentityReadyCondition}
+	switch ie, isIdentityErr := AsError(err); {
+	case err == nil && id.Key.IsInCluster():
+		cond.Status, cond.Reason = metav1.ConditionTrue, infrav1.IdentityInClusterReason
+		cond.Message = fmt.Sprintf("Using the provider's own credentials; hosts in namespace %s", id.ObjectNamespace)
+	case err == nil:
+		cond.Status, cond.Reason = metav1.ConditionTrue, infrav1.IdentityReadyReason
+		cond.Message = fmt.Sprintf("Using %s; hosts in namespace %s", id.Key, hostNamespace)
+	case isIdentityErr:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ie.Reason, ie.Message
+	default:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, infrav1.IdentityUnreachableReason, err.Error()
+	}
+	return cond
+}
+
+// Status reports the identity in use for an object's status; hostNamespace
+// is empty while the identity's hosts cannot be reached.
+func Status(id Identity, hostNamespace string) *infrav1.IdentityStatus {
+	status := &infrav1.IdentityStatus{Source: infrav1.IdentitySourceInCluster, HostNamespace: id.ObjectNamespace}
+	if !id.Key.IsInCluster() {
+		status.Source = infrav1.IdentitySourceSecret
+		status.SecretName = id.Key.SecretName
+		status.Context = id.Key.Context
+		status.HostNamespace = ""
+	}
+	if hostNamespace != "" {
+		status.HostNamespace = hostNamespace
+	}
+	return status
+}
