@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/flags"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
 )
 
 // options is everything the manager can be told on its command line. It is a
@@ -46,22 +47,11 @@ type options struct {
 	restConfigQPS   float32
 	restConfigBurst int
 
-	concurrency concurrency
+	concurrency controllers.Concurrency
 	remote      remoteOptions
 
 	managerOptions flags.ManagerOptions
 	logOptions     *logs.Options
-}
-
-// concurrency is the number of parallel workers per controller. Bare metal
-// provisioning is slow and mostly waits on hosts, so the defaults stay small.
-type concurrency struct {
-	metal3Cluster         int
-	metal3Machine         int
-	metal3MachineTemplate int
-	metal3DataTemplate    int
-	metal3Data            int
-	metal3Remediation     int
 }
 
 // remoteOptions tune the clients of identities with a kubeconfig.
@@ -150,18 +140,22 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.restConfigBurst, "kube-api-burst", 30,
 		"Maximum burst of queries to the management cluster's API server.")
 
-	fs.IntVar(&o.concurrency.metal3Cluster, "metal3cluster-concurrency", 10,
-		"Number of Metal3Clusters reconciled in parallel.")
-	fs.IntVar(&o.concurrency.metal3Machine, "metal3machine-concurrency", 10,
-		"Number of Metal3Machines reconciled in parallel.")
-	fs.IntVar(&o.concurrency.metal3MachineTemplate, "metal3machinetemplate-concurrency", 10,
-		"Number of Metal3MachineTemplates reconciled in parallel.")
-	fs.IntVar(&o.concurrency.metal3DataTemplate, "metal3datatemplate-concurrency", 10,
-		"Number of Metal3DataTemplates reconciled in parallel.")
-	fs.IntVar(&o.concurrency.metal3Data, "metal3data-concurrency", 10,
-		"Number of Metal3Data reconciled in parallel.")
-	fs.IntVar(&o.concurrency.metal3Remediation, "metal3remediation-concurrency", 10,
-		"Number of Metal3Remediations reconciled in parallel.")
+	defaults := controllers.DefaultConcurrency()
+	for _, c := range []struct {
+		value *int
+		def   int
+		flag  string
+		kinds string
+	}{
+		{&o.concurrency.Metal3Cluster, defaults.Metal3Cluster, "metal3cluster-concurrency", "Metal3Clusters"},
+		{&o.concurrency.Metal3Machine, defaults.Metal3Machine, "metal3machine-concurrency", "Metal3Machines"},
+		{&o.concurrency.Metal3MachineTemplate, defaults.Metal3MachineTemplate, "metal3machinetemplate-concurrency", "Metal3MachineTemplates"},
+		{&o.concurrency.Metal3DataTemplate, defaults.Metal3DataTemplate, "metal3datatemplate-concurrency", "Metal3DataTemplates"},
+		{&o.concurrency.Metal3Data, defaults.Metal3Data, "metal3data-concurrency", "Metal3Data"},
+		{&o.concurrency.Metal3Remediation, defaults.Metal3Remediation, "metal3remediation-concurrency", "Metal3Remediations"},
+	} {
+		fs.IntVar(c.value, c.flag, c.def, "Number of "+c.kinds+" reconciled in parallel.")
+	}
 
 	fs.DurationVar(&o.remote.probeInterval, "remote-probe-interval", 10*time.Second,
 		"How often the API server of each identity with a kubeconfig is probed.")
@@ -230,9 +224,9 @@ func (o *options) validate() error {
 		return fmt.Errorf("--sync-period must be positive")
 	}
 	for name, n := range map[string]int{
-		"metal3cluster": o.concurrency.metal3Cluster, "metal3machine": o.concurrency.metal3Machine,
-		"metal3machinetemplate": o.concurrency.metal3MachineTemplate, "metal3datatemplate": o.concurrency.metal3DataTemplate,
-		"metal3data": o.concurrency.metal3Data, "metal3remediation": o.concurrency.metal3Remediation,
+		"metal3cluster": o.concurrency.Metal3Cluster, "metal3machine": o.concurrency.Metal3Machine,
+		"metal3machinetemplate": o.concurrency.Metal3MachineTemplate, "metal3datatemplate": o.concurrency.Metal3DataTemplate,
+		"metal3data": o.concurrency.Metal3Data, "metal3remediation": o.concurrency.Metal3Remediation,
 	} {
 		if n < 1 {
 			return fmt.Errorf("--%s-concurrency must be at least 1, got %d", name, n)

@@ -66,13 +66,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 			Policy:           policy,
 		},
 		WatchFilterValue: opts.watchFilterValue,
-		Concurrency: map[string]int{
-			"Metal3Cluster":         opts.concurrency.metal3Cluster,
-			"Metal3Machine":         opts.concurrency.metal3Machine,
-			"Metal3MachineTemplate": opts.concurrency.metal3MachineTemplate,
-			"Metal3DataTemplate":    opts.concurrency.metal3DataTemplate,
-			"Metal3Data":            opts.concurrency.metal3Data,
-		},
+		Concurrency:      opts.concurrency,
 	})
 	return err
 }

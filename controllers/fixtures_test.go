@@ -54,7 +54,7 @@ func poolCluster(t *testing.T, scheme *runtime.Scheme) *testenv.Env {
 // startControllers runs a manager with the provider's controllers against
 // the management API server. namespaces, when given, limits the manager to
 // them, as --namespace does: two such managers are two independent providers.
-func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, namespaces ...string) *hostaccess.Cache {
+func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, namespaces ...string) *hostaccess.IdentityCache {
 	t.Helper()
 	identities, _ := startStoppableControllers(t, mgmt, scheme, namespaces...)
 	return identities
@@ -62,7 +62,7 @@ func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, n
 
 // startStoppableControllers is startControllers with a function stopping
 // the manager before the test ends, as a provider restart would.
-func startStoppableControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, namespaces ...string) (*hostaccess.Cache, func()) {
+func startStoppableControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, namespaces ...string) (*hostaccess.IdentityCache, func()) {
 	t.Helper()
 	return startControllersWith(t, mgmt, scheme, fixtureOptions{namespaces: namespaces, remote: testRemoteOptions()})
 }
@@ -87,7 +87,7 @@ type fixtureOptions struct {
 
 // startControllersWith runs the provider's controllers as configured, and
 // returns its identity cache and a function stopping it.
-func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, opts fixtureOptions) (*hostaccess.Cache, func()) {
+func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, opts fixtureOptions) (*hostaccess.IdentityCache, func()) {
 	t.Helper()
 	cacheOptions := cache.Options{}
 	if len(opts.namespaces) > 0 {
@@ -107,7 +107,7 @@ func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Schem
 	ctx, cancel := context.WithCancel(context.Background())
 	started, err := Setup(ctx, mgr, SetupOptions{
 		Remote:      opts.remote,
-		Concurrency: map[string]int{"Metal3Cluster": 4, "Metal3Machine": 4, "Metal3MachineTemplate": 1},
+		Concurrency: Concurrency{Metal3Cluster: 4, Metal3Machine: 4, Metal3MachineTemplate: 1},
 		Controller:  controller.Options{SkipNameValidation: ptrTo(true)},
 	})
 	if err != nil {

@@ -67,7 +67,7 @@ func TestIdentityOutageAndRecovery(t *testing.T) {
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, withHosts)
 	pool := poolCluster(t, scheme)
-	identities := startControllers(t, mgmt, scheme)
+	startControllers(t, mgmt, scheme)
 	const ns = "tenant-a"
 
 	pool.GrantInNamespace(t, "pool-a", "tenant-a", testenv.HostProviderRules()...)
@@ -124,8 +124,9 @@ func TestIdentityOutageAndRecovery(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		g.Expect(consumedHosts(g, pool.Client, "pool-a")).NotTo(HaveKey("tenant-a/worker-1"))
 	}).WithTimeout(60*time.Second).Should(Succeed(), "the deletion completes through the recovered identity")
-	workerKey, _ := identities.UserKey("Metal3Machine", client.ObjectKeyFromObject(worker))
-	g.Expect(workerKey.SecretName).To(Equal("pool-a-kubeconfig"), "the machine uses its cluster's identity")
+	recorded := &infrav1.Metal3Machine{}
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(worker), recorded)).To(Succeed())
+	g.Expect(recorded.Status.Identity.SecretName).To(Equal("pool-a-kubeconfig"), "the machine uses its cluster's identity")
 
 	// Host events flow again through the new accessor: the machine sees
 	// its host provisioned.

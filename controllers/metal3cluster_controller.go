@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -18,10 +19,13 @@ import (
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
@@ -36,7 +40,7 @@ const machinesGoneRequeue = 10 * time.Second
 // Metal3ClusterReconciler reconciles Metal3Clusters.
 type Metal3ClusterReconciler struct {
 	Client     client.Client
-	Identities *hostaccess.Cache
+	Identities hostaccess.Cache
 	// Recorder emits Events on identity transitions; nil emits none.
 	Recorder         events.EventRecorder
 	WatchFilterValue string
@@ -61,8 +65,16 @@ func (r *Metal3ClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			// Pause and unpause are what this controller must see of its Cluster.
 			builderPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log)),
 		).
-		Watches(&infrav1.Metal3Machine{}, handler.EnqueueRequestsFromMapFunc(r.metal3MachineToCluster)).
-		WatchesRawSource(r.Identities.Source("Metal3Cluster")).
+		// A deleting cluster waits for its machines to be gone.
+		Watches(&infrav1.Metal3Machine{}, handler.EnqueueRequestsFromMapFunc(r.metal3MachineToCluster),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				UpdateFunc:  func(event.UpdateEvent) bool { return false },
+				DeleteFunc:  func(event.DeleteEvent) bool { return true },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+			})).
+		// Its identity's Secret changing, connecting or disconnecting.
+		WatchesRawSource(r.Identities.Source("metal3cluster", r.secretToClusters)).
 		Complete(r)
 }
 
@@ -117,7 +129,7 @@ func (r *Metal3ClusterReconciler) reconcileNormal(ctx context.Context, m3c *infr
 	}
 
 	id := identity.OfCluster(m3c)
-	access, identityErr := r.Identities.HostAccess(ctx, m3c, id)
+	access, identityErr := r.Identities.HostAccess(ctx, id)
 	identityCondition := identity.Condition(id, hostaccess.NamespaceOf(access), identityErr)
 	identityCondition.ObservedGeneration = m3c.Generation
 	recordIdentityTransition(r.Recorder, m3c, conditions.Get(m3c, infrav1.IdentityReadyCondition), identityCondition)
@@ -170,7 +182,9 @@ func (r *Metal3ClusterReconciler) reconcileDelete(ctx context.Context, cluster *
 			return ctrl.Result{}, err
 		}
 	}
-	r.Identities.Release(m3c)
+	if err := r.Identities.Release(ctx, identity.OfCluster(m3c).Key, m3c); err != nil {
+		return ctrl.Result{}, err
+	}
 	controllerutil.RemoveFinalizer(m3c, infrav1.Metal3ClusterFinalizer)
 	return ctrl.Result{}, nil
 }
@@ -187,7 +201,16 @@ func (r *Metal3ClusterReconciler) protectIdentitySecret(ctx context.Context, m3c
 			return err
 		}
 	}
-	if previous := m3c.Status.Identity; previous != nil && previous.SecretName != "" && previous.SecretName != current {
+	previous, recorded := identity.KeyFromStatus(m3c.Status.Identity, m3c.Namespace)
+	if !recorded || previous == identity.OfCluster(m3c).Key {
+		return nil
+	}
+	// The cluster uses another identity now (its identityRef changed, e.g.
+	// after a pivot): the previous one may have no user left.
+	if err := r.Identities.Release(ctx, previous, m3c); err != nil {
+		return err
+	}
+	if previous.SecretName != "" && previous.SecretName != current {
 		return secrets.Release(ctx, m3c.Namespace, previous.SecretName, m3c)
 	}
 	return nil
@@ -215,3 +238,18 @@ func (r *Metal3ClusterReconciler) metal3MachineToCluster(ctx context.Context, ob
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// secretToClusters maps an identity Secret to the Metal3Clusters that use it.
+func (r *Metal3ClusterReconciler) secretToClusters(ctx context.Context, secret types.NamespacedName) []ctrl.Request {
+	clusters := &infrav1.Metal3ClusterList{}
+	if err := r.Client.List(ctx, clusters, client.InNamespace(secret.Namespace),
+		client.MatchingFields{identity.UsedIndex: identity.UsedSecret(secret)}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List the Metal3Clusters using an identity Secret", "secret", secret)
+		return nil
+	}
+	requests := make([]ctrl.Request, 0, len(clusters.Items))
+	for _, c := range clusters.Items {
+		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	}
+	return requests
+}

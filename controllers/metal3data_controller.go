@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -42,7 +41,7 @@ const dataWaitRequeue = 10 * time.Second
 // their machine, through the machine's identity.
 type Metal3DataReconciler struct {
 	Client           client.Client
-	Identities       *hostaccess.Cache
+	Identities       hostaccess.Cache
 	WatchFilterValue string
 }
 
@@ -92,14 +91,13 @@ func (r *Metal3DataReconciler) metal3MachineToData(ctx context.Context, obj clie
 		return nil
 	}
 	datas := &infrav1.Metal3DataList{}
-	if err := r.Client.List(ctx, datas, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := r.Client.List(ctx, datas, client.InNamespace(obj.GetNamespace()),
+		client.MatchingFields{dataClaimIndex: obj.GetName()}); err != nil {
 		return nil
 	}
-	var requests []ctrl.Request
+	requests := make([]ctrl.Request, 0, len(datas.Items))
 	for _, data := range datas.Items {
-		if data.Spec.Claim.Name == obj.GetName() {
-			requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&data)})
-		}
+		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&data)})
 	}
 	return requests
 }
@@ -123,15 +121,6 @@ type dataMachine struct {
 	m3m     *infrav1.Metal3Machine
 	machine *clusterv1.Machine
 	id      identity.Identity
-}
-
-// recordedIdentity is DataIdentityAnnotation's value.
-type recordedIdentity struct {
-	SecretNamespace string `json:"secretNamespace,omitempty"`
-	SecretName      string `json:"secretName,omitempty"`
-	Context         string `json:"context,omitempty"`
-	ObjectNamespace string `json:"objectNamespace"`
-	Metal3Machine   string `json:"metal3Machine"`
 }
 
 // Reconcile renders one Metal3Data, or releases what it holds.
@@ -186,11 +175,13 @@ func (r *Metal3DataReconciler) render(ctx context.Context, data *infrav1.Metal3D
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: data.Namespace, Name: data.Spec.Template.Name}, template); err != nil {
 		return ctrl.Result{}, fmt.Errorf("get Metal3DataTemplate %s/%s: %w", data.Namespace, data.Spec.Template.Name, err)
 	}
-	access, err := r.Identities.HostAccess(ctx, dm.m3m, dm.id)
+	access, err := r.Identities.HostAccess(ctx, dm.id)
 	if err != nil {
 		return r.identityFailure(data, dm.id, err), nil
 	}
-	if err := recordIdentity(data, dm); err != nil {
+	// Recorded before any Secret is written: the only way to delete them
+	// once the machine is gone.
+	if err := identity.RecordOn(data, dm.id, dm.m3m.Name); err != nil {
 		return ctrl.Result{}, err
 	}
 	manager := &baremetal.MachineManager{Client: r.Client, Access: access, Machine: dm.machine, M3Machine: dm.m3m}
@@ -239,11 +230,11 @@ func (r *Metal3DataReconciler) reconcileDelete(ctx context.Context, data *infrav
 	}
 	manager := &baremetal.DataManager{Client: r.Client, Data: data}
 	if manager.WroteHostSecrets() {
-		user, id, gone, err := r.deletionIdentity(ctx, data)
+		id, gone, err := r.deletionIdentity(ctx, data)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		access, err := r.Identities.HostAccess(ctx, user, id)
+		access, err := r.Identities.HostAccess(ctx, id)
 		if err != nil {
 			// The Secrets next to the host can only be deleted through the
 			// identity: the finalizer stays until it is reachable.
@@ -254,7 +245,9 @@ func (r *Metal3DataReconciler) reconcileDelete(ctx context.Context, data *infrav
 			return ctrl.Result{}, err
 		}
 		if gone {
-			r.Identities.Release(user)
+			if err := r.Identities.Release(ctx, id.Key, data); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 	released, err := manager.ReleaseAddresses(ctx)
@@ -273,22 +266,17 @@ func (r *Metal3DataReconciler) reconcileDelete(ctx context.Context, data *infrav
 // deletionIdentity is the identity the Secrets were written through: the
 // machine's when it still exists, else the one recorded on the data. gone
 // says the machine is gone, so its use of the identity ends here.
-func (r *Metal3DataReconciler) deletionIdentity(ctx context.Context, data *infrav1.Metal3Data) (client.Object, identity.Identity, bool, error) {
+func (r *Metal3DataReconciler) deletionIdentity(ctx context.Context, data *infrav1.Metal3Data) (identity.Identity, bool, error) {
 	dm, waiting, err := r.findMachine(ctx, data)
 	if err == nil && waiting == "" {
-		return dm.m3m, dm.id, false, nil
+		return dm.id, false, nil
 	}
-	var rec recordedIdentity
-	if err := json.Unmarshal([]byte(data.Annotations[infrav1.DataIdentityAnnotation]), &rec); err != nil {
-		return nil, identity.Identity{}, false, fmt.Errorf("the Metal3Machine of Metal3Data %s/%s is gone and the identity its Secrets were written through is not recorded (%s annotation): %w",
-			data.Namespace, data.Name, infrav1.DataIdentityAnnotation, err)
+	rec, ok := identity.RecordedOn(data)
+	if !ok {
+		return identity.Identity{}, false, fmt.Errorf("the Metal3Machine of Metal3Data %s/%s is gone and the identity its Secrets were written through is not recorded (%s annotation)",
+			data.Namespace, data.Name, infrav1.DataIdentityAnnotation)
 	}
-	id := identity.Identity{
-		Key:             identity.Key{SecretNamespace: rec.SecretNamespace, SecretName: rec.SecretName, Context: rec.Context},
-		ObjectNamespace: rec.ObjectNamespace,
-	}
-	user := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{Namespace: data.Namespace, Name: rec.Metal3Machine}}
-	return user, id, true, nil
+	return rec.Identity(), true, nil
 }
 
 // findMachine follows the data's claim to its Metal3Machine, Machine and
@@ -334,23 +322,6 @@ func (r *Metal3DataReconciler) findMachine(ctx context.Context, data *infrav1.Me
 		return nil, fmt.Sprintf("Resolving the identity of Metal3Machine %s/%s: %v", m3m.Namespace, m3m.Name, err), nil
 	}
 	return &dataMachine{claim: claim, m3m: m3m, machine: machine, id: id}, "", nil
-}
-
-// recordIdentity notes on data the identity its Secrets are written
-// through, before any is written.
-func recordIdentity(data *infrav1.Metal3Data, dm *dataMachine) error {
-	value, err := json.Marshal(recordedIdentity{
-		SecretNamespace: dm.id.Key.SecretNamespace, SecretName: dm.id.Key.SecretName, Context: dm.id.Key.Context,
-		ObjectNamespace: dm.id.ObjectNamespace, Metal3Machine: dm.m3m.Name,
-	})
-	if err != nil {
-		return err
-	}
-	if data.Annotations == nil {
-		data.Annotations = map[string]string{}
-	}
-	data.Annotations[infrav1.DataIdentityAnnotation] = string(value)
-	return nil
 }
 
 // identityFailure reports an unusable identity and when to try again.

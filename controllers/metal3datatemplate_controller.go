@@ -77,14 +77,13 @@ func (r *Metal3DataTemplateReconciler) SetupWithManager(ctx context.Context, mgr
 // clusterToTemplates maps a Cluster to the Metal3DataTemplates naming it.
 func (r *Metal3DataTemplateReconciler) clusterToTemplates(ctx context.Context, obj client.Object) []ctrl.Request {
 	templates := &infrav1.Metal3DataTemplateList{}
-	if err := r.Client.List(ctx, templates, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := r.Client.List(ctx, templates, client.InNamespace(obj.GetNamespace()),
+		client.MatchingFields{templateClusterIndex: obj.GetName()}); err != nil {
 		return nil
 	}
-	var requests []ctrl.Request
+	requests := make([]ctrl.Request, 0, len(templates.Items))
 	for _, template := range templates.Items {
-		if template.Spec.ClusterName == obj.GetName() {
-			requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&template)})
-		}
+		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&template)})
 	}
 	return requests
 }

@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -31,7 +28,7 @@ import (
 // Metal3MachineReconciler reconciles Metal3Machines.
 type Metal3MachineReconciler struct {
 	Client     client.Client
-	Identities *hostaccess.Cache
+	Identities hostaccess.Cache
 	// ClusterCache gives clients of workload clusters, to set Nodes'
 	// providerID when no cloud provider does. Nil disables that.
 	ClusterCache clustercache.ClusterCache
@@ -39,6 +36,10 @@ type Metal3MachineReconciler struct {
 	// nil emits none.
 	Recorder         events.EventRecorder
 	WatchFilterValue string
+
+	// controller is the built controller, which the host watches of each
+	// identity are added to (see hostWatcher).
+	controller controller.Controller
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3machines,verbs=get;list;watch;update;patch
@@ -51,22 +52,24 @@ type Metal3MachineReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectaccessreviews,verbs=create
 
-// SetupWithManager registers the controller. Host events arrive from the
-// remote accessors through the identity cache's source and, when the
-// management cluster serves BareMetalHosts itself, from the manager's cache.
+// SetupWithManager registers the controller. Host events arrive through
+// the watch each machine's identity gets on its hosts (hostWatcher), which
+// the identity cache runs on the hosts' cluster.
 func (r *Metal3MachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx)
 	clusterToMachines, err := util.ClusterToTypedObjectsMapper(mgr.GetClient(), &infrav1.Metal3MachineList{}, mgr.GetScheme())
 	if err != nil {
 		return err
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.Metal3Machine{}).
 		WithOptions(options).
 		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		// Pause and unpause, and the cluster's infrastructure becoming
+		// provisioned, which machines wait for.
 		Watches(&clusterv1.Cluster{},
 			handler.EnqueueRequestsFromMapFunc(clusterToMachines),
-			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log))).
+			builder.WithPredicates(predicates.ClusterPausedTransitionsOrInfrastructureProvisioned(mgr.GetScheme(), log))).
 		Watches(&clusterv1.Machine{},
 			handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("Metal3Machine")))).
 		// Bootstrap data appearing: metadata only, Secrets' data is never cached.
@@ -75,82 +78,20 @@ func (r *Metal3MachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		Watches(&infrav1.Metal3DataClaim{},
 			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &infrav1.Metal3Machine{}, handler.OnlyControllerOwner())).
 		Watches(&infrav1.Metal3Data{}, handler.EnqueueRequestsFromMapFunc(r.dataToMetal3Machine)).
-		WatchesRawSource(r.Identities.Source("Metal3Machine"))
-	served, err := servesBareMetalHosts(mgr)
+		// Its identity's Secret changing, connecting or disconnecting.
+		WatchesRawSource(r.Identities.Source("metal3machine", r.secretToMachines)).
+		Build(r)
 	if err != nil {
 		return err
 	}
-	if served {
-		b = b.Watches(&bmov1alpha1.BareMetalHost{}, r.Identities.InClusterHostHandler())
-	} else {
-		log.Info("The management cluster has no BareMetalHost CRD: only identities with a kubeconfig can reach hosts")
-	}
-	return b.Complete(r)
-}
-
-// bootstrapSecretToMetal3Machines maps a bootstrap data Secret to the
-// Metal3Machines of the Machines that use it.
-func (r *Metal3MachineReconciler) bootstrapSecretToMetal3Machines(ctx context.Context, obj client.Object) []ctrl.Request {
-	clusterName := obj.GetLabels()[clusterv1.ClusterNameLabel]
-	if clusterName == "" {
-		return nil
-	}
-	machines := &clusterv1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabels{clusterv1.ClusterNameLabel: clusterName}); err != nil {
-		return nil
-	}
-	var requests []ctrl.Request
-	for _, machine := range machines.Items {
-		ref := machine.Spec.InfrastructureRef
-		if ptrValue(machine.Spec.Bootstrap.DataSecretName) == obj.GetName() && ref.Kind == "Metal3Machine" {
-			requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: machine.Namespace, Name: ref.Name}})
-		}
-	}
-	return requests
-}
-
-// dataToMetal3Machine maps a Metal3Data to the Metal3Machine controlling
-// its claim.
-func (r *Metal3MachineReconciler) dataToMetal3Machine(ctx context.Context, obj client.Object) []ctrl.Request {
-	data, ok := obj.(*infrav1.Metal3Data)
-	if !ok || data.Spec.Claim.Name == "" {
-		return nil
-	}
-	claim := &infrav1.Metal3DataClaim{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: data.Namespace, Name: data.Spec.Claim.Name}, claim); err != nil {
-		return nil
-	}
-	owner := metav1.GetControllerOf(claim)
-	if owner == nil || owner.Kind != "Metal3Machine" {
-		return nil
-	}
-	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: claim.Namespace, Name: owner.Name}}}
-}
-
-// servesBareMetalHosts reports whether the management cluster has the
-// BareMetalHost CRD, which a purely multi-tenant management cluster need not.
-func servesBareMetalHosts(mgr ctrl.Manager) (bool, error) {
-	_, err := mgr.GetRESTMapper().RESTMapping(bmov1alpha1.GroupVersion.WithKind("BareMetalHost").GroupKind(), bmov1alpha1.GroupVersion.Version)
-	switch {
-	case err == nil:
-		return true, nil
-	case meta.IsNoMatchError(err):
-		return false, nil
-	default:
-		return false, fmt.Errorf("look up the BareMetalHost API: %w", err)
-	}
+	r.controller = c
+	return nil
 }
 
 // Reconcile brings one Metal3Machine to its desired state.
 func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	m3m := &infrav1.Metal3Machine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m3m); err != nil {
-		if apierrors.IsNotFound(err) {
-			// Gone: its identity may now be unused.
-			m3m.Name, m3m.Namespace = req.Name, req.Namespace
-			r.Identities.Release(m3m)
-		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	machine, err := util.GetOwnerMachine(ctx, r.Client, m3m.ObjectMeta)
@@ -170,7 +111,13 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	id, identityErr := identity.ResolveMachine(ctx, r.Client, m3m)
 	var access hostaccess.HostAccess
 	if identityErr == nil {
-		access, identityErr = r.Identities.HostAccess(ctx, m3m, id)
+		access, identityErr = r.Identities.HostAccess(ctx, id)
+	}
+	if identityErr == nil {
+		// Host events of this identity reach their machines from now on.
+		if err := r.Identities.Watch(ctx, id.Key, r.hostWatcher(id.Key)); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	manager := &baremetal.MachineManager{Client: r.Client, Access: access, Cluster: cluster, Machine: machine, M3Machine: m3m}
 
@@ -197,7 +144,9 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}()
 
-	r.reportIdentity(m3m, id, access, identityErr)
+	if err := r.reportIdentity(ctx, m3m, id, access, identityErr); err != nil {
+		return ctrl.Result{}, err
+	}
 	if identityErr != nil {
 		// Without its identity the machine can neither provision nor release
 		// its host: it keeps its finalizer and retries with backoff.

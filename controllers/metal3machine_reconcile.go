@@ -171,7 +171,9 @@ func (r *Metal3MachineReconciler) reconcileDelete(ctx context.Context, m *bareme
 			return ctrl.Result{}, err
 		}
 	}
-	r.Identities.Release(m.M3Machine)
+	if err := r.Identities.Release(ctx, m.Access.Key(), m.M3Machine); err != nil {
+		return ctrl.Result{}, err
+	}
 	controllerutil.RemoveFinalizer(m.M3Machine, infrav1.Metal3MachineFinalizer)
 	return ctrl.Result{}, nil
 }
@@ -217,19 +219,33 @@ func (r *Metal3MachineReconciler) reuseTemplate(ctx context.Context, m3m *infrav
 
 // reportIdentity records the identity in use; the IdentityReady condition is
 // the machine's own only when it overrides the cluster's identity.
-func (r *Metal3MachineReconciler) reportIdentity(m3m *infrav1.Metal3Machine, id identity.Identity, access hostaccess.HostAccess, err error) {
-	m3m.Status.Identity = identity.Status(id, hostaccess.NamespaceOf(access))
-	if m3m.Spec.IdentityRef == nil && (err == nil || isIdentityError(err)) {
+func (r *Metal3MachineReconciler) reportIdentity(ctx context.Context, m3m *infrav1.Metal3Machine, id identity.Identity, access hostaccess.HostAccess, err error) error {
+	// Unless the identity could not even be resolved (e.g. the Cluster is
+	// not there yet), the machine records the identity it uses.
+	_, isIdentityErr := identity.AsError(err)
+	resolved := err == nil || isIdentityErr
+	if resolved {
+		if previous, recorded := identity.KeyFromStatus(m3m.Status.Identity, m3m.Namespace); recorded && previous != id.Key {
+			// The machine uses another identity now: the previous one may
+			// have no user left.
+			if err := r.Identities.Release(ctx, previous, m3m); err != nil {
+				return err
+			}
+		}
+		m3m.Status.Identity = identity.Status(id, hostaccess.NamespaceOf(access))
+	}
+	if m3m.Spec.IdentityRef == nil && resolved {
 		conditions.Delete(m3m, infrav1.IdentityReadyCondition)
 		if err != nil {
 			setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.IdentityNotReadyReason, err.Error())
 		}
-		return
+		return nil
 	}
 	cond := identity.Condition(id, hostaccess.NamespaceOf(access), err)
 	cond.ObservedGeneration = m3m.Generation
 	recordIdentityTransition(r.Recorder, m3m, conditions.Get(m3m, infrav1.IdentityReadyCondition), cond)
 	conditions.Set(m3m, cond)
+	return nil
 }
 
 func (r *Metal3MachineReconciler) identityRetry(id identity.Identity, err error) ctrl.Result {
@@ -239,10 +255,6 @@ func (r *Metal3MachineReconciler) identityRetry(id identity.Identity, err error)
 	return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(id.Key)}
 }
 
-func isIdentityError(err error) bool {
-	_, ok := identity.AsError(err)
-	return ok
-}
 
 // setMachineReady summarises the machine: Ready once its host is provisioned
 // and its identity usable; otherwise the first unmet condition says why.

@@ -12,17 +12,53 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
+
+// Concurrency is the number of workers of each controller. Bare metal
+// provisioning is slow and mostly waits on hosts, so the defaults stay
+// small; zero fields take DefaultConcurrency's.
+type Concurrency struct {
+	Metal3Cluster         int
+	Metal3Machine         int
+	Metal3MachineTemplate int
+	Metal3DataTemplate    int
+	Metal3Data            int
+	Metal3Remediation     int
+}
+
+// DefaultConcurrency is the manager's default, shared by its flags.
+func DefaultConcurrency() Concurrency {
+	return Concurrency{
+		Metal3Cluster: 10, Metal3Machine: 10, Metal3MachineTemplate: 10,
+		Metal3DataTemplate: 10, Metal3Data: 10, Metal3Remediation: 10,
+	}
+}
+
+// withDefaults fills zero fields from DefaultConcurrency.
+func (c Concurrency) withDefaults() Concurrency {
+	d := DefaultConcurrency()
+	for _, f := range []struct{ value, def *int }{
+		{&c.Metal3Cluster, &d.Metal3Cluster}, {&c.Metal3Machine, &d.Metal3Machine},
+		{&c.Metal3MachineTemplate, &d.Metal3MachineTemplate}, {&c.Metal3DataTemplate, &d.Metal3DataTemplate},
+		{&c.Metal3Data, &d.Metal3Data}, {&c.Metal3Remediation, &d.Metal3Remediation},
+	} {
+		if *f.value <= 0 {
+			*f.value = *f.def
+		}
+	}
+	return c
+}
 
 // SetupOptions configure the provider's controllers as a whole.
 type SetupOptions struct {
-	// Remote configures the remote-client cache; its clients and readers
-	// are filled in from the manager.
+	// Remote configures the identity cache; its clients, readers, users and
+	// recorder are filled in from the manager.
 	Remote           hostaccess.Options
 	WatchFilterValue string
-	// Concurrency per controller, by kind; missing kinds get 1.
-	Concurrency map[string]int
+	Concurrency      Concurrency
 	// Controller holds options applied to every controller (e.g.
 	// SkipNameValidation when several managers share a process in tests).
 	Controller controller.Options
@@ -30,16 +66,22 @@ type SetupOptions struct {
 
 // Controllers are what Setup started, for callers that need them.
 type Controllers struct {
-	Identities       *hostaccess.Cache
+	Identities       *hostaccess.IdentityCache
 	WorkloadClusters clustercache.ClusterCache
 }
 
-// Setup registers every controller of the provider, the remote-client cache
-// they share and CAPI's workload ClusterCache with mgr. main and the tests
-// use the same wiring.
+// Setup registers every controller of the provider, the identity cache
+// they share, the field indexes they read through, and CAPI's workload
+// ClusterCache with mgr. main and the tests use the same wiring.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controllers, error) {
+	if err := identity.Indexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	if err := indexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
 	remoteOpts := opts.Remote
-	// CAPI's ClusterCache requires these; the remote cache shares them.
+	// CAPI's ClusterCache requires these; the identity cache shares them.
 	if remoteOpts.UserAgent == "" {
 		remoteOpts.UserAgent = "cluster-api-provider-metal3"
 	}
@@ -51,16 +93,23 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	remoteOpts.ManagementCache = mgr.GetCache()
 	remoteOpts.InClusterClient = mgr.GetClient()
 	remoteOpts.Scheme = mgr.GetScheme()
-	identities, err := hostaccess.New(remoteOpts)
+	remoteOpts.Recorder = mgr.GetEventRecorder("identity-cache")
+	remoteOpts.Users = []func() client.ObjectList{
+		func() client.ObjectList { return &infrav1.Metal3ClusterList{} },
+		func() client.ObjectList { return &infrav1.Metal3MachineList{} },
+		func() client.ObjectList { return &infrav1.Metal3DataList{} },
+	}
+	identities, err := hostaccess.NewIdentityCache(remoteOpts)
 	if err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(identities); err != nil {
-		return nil, fmt.Errorf("add remote-client cache: %w", err)
+		return nil, fmt.Errorf("add identity cache: %w", err)
 	}
-	options := func(kind string) controller.Options {
+	concurrency := opts.Concurrency.withDefaults()
+	options := func(workers int) controller.Options {
 		o := opts.Controller
-		o.MaxConcurrentReconciles = max(opts.Concurrency[kind], 1)
+		o.MaxConcurrentReconciles = workers
 		if o.UsePriorityQueue == nil {
 			// controller-runtime v0.24.1's priority queue can deadlock at
 			// shutdown: it blocks handing an item to a worker that already
@@ -82,7 +131,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 			QPS: remoteOpts.QPS, Burst: remoteOpts.Burst, UserAgent: remoteOpts.UserAgent,
 			Cache: clustercache.ClientCacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}}},
 		},
-	}, options("Metal3Cluster"))
+	}, options(concurrency.Metal3Cluster))
 	if err != nil {
 		return nil, fmt.Errorf("set up workload cluster cache: %w", err)
 	}
@@ -90,28 +139,28 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	if err := (&Metal3ClusterReconciler{
 		Client: mgr.GetClient(), Identities: identities, WatchFilterValue: opts.WatchFilterValue,
 		Recorder: mgr.GetEventRecorder("metal3cluster-controller"),
-	}).SetupWithManager(ctx, mgr, options("Metal3Cluster")); err != nil {
+	}).SetupWithManager(ctx, mgr, options(concurrency.Metal3Cluster)); err != nil {
 		return nil, fmt.Errorf("set up Metal3Cluster controller: %w", err)
 	}
 	if err := (&Metal3MachineReconciler{
 		Client: mgr.GetClient(), Identities: identities, ClusterCache: workloadClusters, WatchFilterValue: opts.WatchFilterValue,
 		Recorder: mgr.GetEventRecorder("metal3machine-controller"),
-	}).SetupWithManager(ctx, mgr, options("Metal3Machine")); err != nil {
+	}).SetupWithManager(ctx, mgr, options(concurrency.Metal3Machine)); err != nil {
 		return nil, fmt.Errorf("set up Metal3Machine controller: %w", err)
 	}
 	if err := (&Metal3MachineTemplateReconciler{
 		Client: mgr.GetClient(), WatchFilterValue: opts.WatchFilterValue,
-	}).SetupWithManager(ctx, mgr, options("Metal3MachineTemplate")); err != nil {
+	}).SetupWithManager(ctx, mgr, options(concurrency.Metal3MachineTemplate)); err != nil {
 		return nil, fmt.Errorf("set up Metal3MachineTemplate controller: %w", err)
 	}
 	if err := (&Metal3DataTemplateReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), WatchFilterValue: opts.WatchFilterValue,
-	}).SetupWithManager(ctx, mgr, options("Metal3DataTemplate")); err != nil {
+	}).SetupWithManager(ctx, mgr, options(concurrency.Metal3DataTemplate)); err != nil {
 		return nil, fmt.Errorf("set up Metal3DataTemplate controller: %w", err)
 	}
 	if err := (&Metal3DataReconciler{
 		Client: mgr.GetClient(), Identities: identities, WatchFilterValue: opts.WatchFilterValue,
-	}).SetupWithManager(ctx, mgr, options("Metal3Data")); err != nil {
+	}).SetupWithManager(ctx, mgr, options(concurrency.Metal3Data)); err != nil {
 		return nil, fmt.Errorf("set up Metal3Data controller: %w", err)
 	}
 	return &Controllers{Identities: identities, WorkloadClusters: workloadClusters}, nil

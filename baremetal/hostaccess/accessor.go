@@ -2,6 +2,7 @@ package hostaccess
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,7 +14,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -44,7 +44,11 @@ type accessor struct {
 	cache     cache.Cache
 	// http is the client every request to the server goes through.
 	http  *http.Client
-	owner *Cache
+	owner *IdentityCache
+
+	// watches are the controllers' watches started on cache, by name.
+	watchesMu sync.Mutex
+	watches   map[string]bool
 
 	cancel context.CancelFunc
 	// running counts the accessor's goroutines; stop waits for all of them.
@@ -61,7 +65,7 @@ func (a *accessor) hostAccess() HostAccess {
 // used: the server must pass the discovery handshake, grant every permission
 // the provider needs, and list the hosts, all within the connect timeout.
 // Every connection it makes is judged by the server policy when dialled.
-func connect(parent context.Context, owner *Cache, key identity.Key, base *rest.Config, namespace string) (*accessor, error) {
+func connect(parent context.Context, owner *IdentityCache, key identity.Key, base *rest.Config, namespace string) (*accessor, error) {
 	opts := owner.opts
 	srv, err := parseServer(base.Host)
 	if err != nil {
@@ -119,10 +123,10 @@ func connect(parent context.Context, owner *Cache, key identity.Key, base *rest.
 	ctx, cancel := context.WithCancel(parent)
 	acc := &accessor{
 		key: key, namespace: namespace, server: srv, client: cached, reader: direct, cache: hostCache, http: httpClient.Client,
-		owner: owner, cancel: cancel, done: make(chan struct{}),
+		owner: owner, watches: map[string]bool{}, cancel: cancel, done: make(chan struct{}),
 	}
-	informer, err := hostCache.GetInformer(ctx, &bmov1alpha1.BareMetalHost{})
-	if err != nil {
+	// The hosts are read through the cache: their informer starts with it.
+	if _, err := hostCache.GetInformer(ctx, &bmov1alpha1.BareMetalHost{}); err != nil {
 		cancel()
 		return nil, classify(key, srv.display, err)
 	}
@@ -131,14 +135,6 @@ func connect(parent context.Context, owner *Cache, key identity.Key, base *rest.
 		acc.stop()
 		return nil, identity.NewError(key, infrav1.IdentityUnreachableReason, false, nil,
 			"BareMetalHosts in namespace %s of %s could not be listed within %s", namespace, srv.display, opts.ConnectTimeout)
-	}
-	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    acc.hostChanged,
-		UpdateFunc: func(_, obj any) { acc.hostChanged(obj) },
-		DeleteFunc: acc.hostChanged,
-	}); err != nil {
-		acc.stop()
-		return nil, classify(key, srv.display, err)
 	}
 	acc.running.Go(func() { acc.probeLoop(ctx) })
 	return acc, nil
@@ -198,19 +194,19 @@ func (a *accessor) stopped() bool {
 	}
 }
 
-// hostChanged forwards a host event to the Metal3Machine that consumes it,
-// if that machine uses this accessor's identity.
-func (a *accessor) hostChanged(obj any) {
-	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
+// watch starts w on the accessor's cache, once per watcher name: the
+// accessor's watches end with it.
+func (a *accessor) watch(w Watcher) error {
+	a.watchesMu.Lock()
+	defer a.watchesMu.Unlock()
+	if a.watches[w.Name()] {
+		return nil
 	}
-	host, ok := obj.(*bmov1alpha1.BareMetalHost)
-	if !ok {
-		return
+	if err := w.Watch(kindSource(a.cache, w)); err != nil {
+		return fmt.Errorf("watch %T through %s (%s): %w", w.Object(), a.key, w.Name(), err)
 	}
-	if req, ok := a.owner.MachineForHost(a.key, host); ok {
-		a.owner.sendHostEvent(req)
-	}
+	a.watches[w.Name()] = true
+	return nil
 }
 
 // probeLoop checks the API server every ProbeInterval. FailureThreshold

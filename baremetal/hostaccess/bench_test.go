@@ -41,8 +41,8 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // machineShapedReconcile does what one Metal3Machine reconcile does with its
 // host: get the host access for its identity, list the hosts (choosing one),
 // read the associated host, read its user-data Secret, and patch the host.
-func machineShapedReconcile(ctx context.Context, cache *Cache, user client.Object, id identity.Identity, hostName string, round int) error {
-	access, err := cache.HostAccess(ctx, user, id)
+func machineShapedReconcile(ctx context.Context, cache *IdentityCache, user client.Object, id identity.Identity, hostName string, round int) error {
+	access, err := cache.HostAccess(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func BenchmarkRemoteVsInCluster(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cache, err := New(Options{
+	cache, err := NewIdentityCache(Options{
 		SecretReader: mgr.GetAPIReader(), ManagementCache: mgr.GetCache(), InClusterClient: mgr.GetClient(), Scheme: scheme,
 		WrapTransport: remoteRequests.wrap,
 		// The same client limits as the manager's, so neither is throttled differently.

@@ -3,7 +3,9 @@ package hostaccess
 import (
 	"context"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,8 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -30,7 +35,8 @@ import (
 // Secrets live, and a pool API server, where the BareMetalHosts are.
 type twoClusters struct {
 	mgmt, pool *testenv.Env
-	cache      *Cache
+	mgr        ctrl.Manager
+	cache      *IdentityCache
 	ctx        context.Context
 }
 
@@ -50,18 +56,22 @@ func newScheme(t *testing.T) *k8sruntime.Scheme {
 func startTwoClusters(t *testing.T) *twoClusters {
 	t.Helper()
 	scheme := newScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{Scheme: scheme})
+	mgmt := testenv.Start(t, testenv.Options{Scheme: scheme, CRDs: testenv.ProviderCRDs(t)})
 	pool := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
 	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := New(Options{
+	if err := identity.Indexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		t.Fatal(err)
+	}
+	cache, err := NewIdentityCache(Options{
 		SecretReader: mgr.GetAPIReader(), ManagementCache: mgr.GetCache(), InClusterClient: mgr.GetClient(), Scheme: scheme,
 		ProbeInterval: 500 * time.Millisecond, ProbeTimeout: 500 * time.Millisecond, FailureThreshold: 2,
 		MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second, ConnectTimeout: 5 * time.Second,
 		// envtest's API servers listen on loopback.
 		Policy: ServerPolicy{AllowLoopback: true},
+		Users:  []func() client.ObjectList{func() client.ObjectList { return &infrav1.Metal3MachineList{} }},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +96,7 @@ func startTwoClusters(t *testing.T) *twoClusters {
 		defer cache.mu.Unlock()
 		return cache.ctx != nil
 	}).Should(BeTrue(), "remote cache should start")
-	return &twoClusters{mgmt: mgmt, pool: pool, cache: cache, ctx: ctx}
+	return &twoClusters{mgmt: mgmt, pool: pool, mgr: mgr, cache: cache, ctx: ctx}
 }
 
 // tenant creates, for user, a pool namespace with the provider's Role and an
@@ -110,12 +120,12 @@ func (tc *twoClusters) tenant(t *testing.T, user, mgmtNamespace, poolNamespace s
 
 // hostAccess retries while the management cache catches up with a Secret
 // the test just wrote.
-func (tc *twoClusters) hostAccess(t *testing.T, user client.Object, id identity.Identity) HostAccess {
+func (tc *twoClusters) hostAccess(t *testing.T, id identity.Identity) HostAccess {
 	t.Helper()
 	var access HostAccess
 	NewWithT(t).Eventually(func() error {
 		var err error
-		access, err = tc.cache.HostAccess(tc.ctx, user, id)
+		access, err = tc.cache.HostAccess(tc.ctx, id)
 		return err
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 	return access
@@ -150,49 +160,104 @@ func drain(q workqueue.TypedRateLimitingInterface[reconcile.Request]) []types.Na
 	return got
 }
 
-// TestHostsThroughRemoteIdentity: hosts in the pool are seen through the
-// identity; a host event reaches exactly the Metal3Machine of its
-// consumerRef, and never a machine of another identity.
-func TestHostsThroughRemoteIdentity(t *testing.T) {
+// hostRecorder is a controller of the test's own, as remediation or label
+// sync will be: it watches hosts through identities with Cache.Watch, and
+// the cache knows nothing about it.
+type hostRecorder struct {
+	mu   sync.Mutex
+	seen []types.NamespacedName
+}
+
+func (r *hostRecorder) Reconcile(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = append(r.seen, req.NamespacedName)
+	return reconcile.Result{}, nil
+}
+
+func (r *hostRecorder) saw() []types.NamespacedName {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.seen)
+}
+
+// startHostRecorder adds a hostRecorder controller to the manager and
+// returns it with the Watcher it registers through identities.
+func (tc *twoClusters) startHostRecorder(t *testing.T) (*hostRecorder, Watcher) {
+	t.Helper()
+	recorder := &hostRecorder{}
+	c, err := controller.New("test-host-recorder", tc.mgr, controller.Options{
+		Reconciler: recorder, SkipNameValidation: ptr.To(true), UsePriorityQueue: ptr.To(false),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recorder, NewWatcher(WatcherOptions{
+		Name: "test-host-recorder", Watcher: c, Kind: &bmov1alpha1.BareMetalHost{}, EventHandler: &handler.EnqueueRequestForObject{},
+	})
+}
+
+// TestControllersWatchHostsThroughIdentities: a controller the cache does
+// not know watches hosts through an identity: it hears about the hosts of
+// that identity's namespace only, once however often it registers, and
+// again after the identity reconnects with a rotated kubeconfig.
+func TestControllersWatchHostsThroughIdentities(t *testing.T) {
 	g := NewWithT(t)
 	tc := startTwoClusters(t)
+	recorder, watcher := tc.startHostRecorder(t)
 	tenantA := tc.tenant(t, "tenant-a", "tenant-a", "pool-a")
-	tenantB := tc.tenant(t, "tenant-b", "tenant-b", "pool-b")
+	tc.tenant(t, "tenant-b", "tenant-b", "pool-b")
 
+	accessA := tc.hostAccess(t, tenantA)
+	g.Expect(accessA.Namespace()).To(Equal("pool-a"), "the hosts' namespace comes from the kubeconfig context")
+	g.Expect(tc.cache.Watch(tc.ctx, tenantA.Key, watcher)).To(Succeed())
+	g.Expect(tc.cache.Watch(tc.ctx, tenantA.Key, watcher)).To(Succeed(), "registering again is harmless")
+
+	g.Expect(tc.pool.Client.Create(tc.ctx, host("pool-a", "host-0"))).To(Succeed())
+	g.Expect(tc.pool.Client.Create(tc.ctx, host("pool-b", "host-0"))).To(Succeed())
+	g.Eventually(recorder.saw).WithTimeout(20*time.Second).Should(ContainElement(types.NamespacedName{Namespace: "pool-a", Name: "host-0"}),
+		"a host of the identity's namespace reaches the controller")
+	g.Consistently(recorder.saw).WithTimeout(2*time.Second).Should(HaveEach(types.NamespacedName{Namespace: "pool-a", Name: "host-0"}),
+		"only hosts the identity sees, and one watch however often it is registered")
+
+	// Rotation replaces the connection; the controller registers its watch
+	// again, as it does on every use of the identity.
+	tc.pool.GrantInNamespace(t, "pool-a", "tenant-a-rotated", testenv.HostProviderRules()...)
+	secret := &corev1.Secret{}
+	g.Expect(tc.mgmt.Client.Get(tc.ctx, tenantA.Key.Secret(), secret)).To(Succeed())
+	secret.Data["kubeconfig"] = tc.pool.UserKubeconfig(t, "tenant-a-rotated", "pool", "pool-a")
+	g.Expect(tc.mgmt.Client.Update(tc.ctx, secret)).To(Succeed())
+	g.Eventually(func() (string, error) {
+		a, err := tc.cache.HostAccess(tc.ctx, tenantA)
+		if err != nil {
+			return "", err
+		}
+		return whoAmI(tc.ctx, t, a), nil
+	}).WithTimeout(20 * time.Second).Should(Equal("tenant-a-rotated"))
+	g.Expect(tc.cache.Watch(tc.ctx, tenantA.Key, watcher)).To(Succeed())
+	g.Expect(tc.pool.Client.Create(tc.ctx, host("pool-a", "host-1"))).To(Succeed())
+	g.Eventually(recorder.saw).WithTimeout(20*time.Second).Should(ContainElement(types.NamespacedName{Namespace: "pool-a", Name: "host-1"}),
+		"host events flow through the new connection")
+}
+
+// TestSourcesHearIdentitySecrets: a controller's source gets the Secret of
+// an identity when it changes, and when its identity connects.
+func TestSourcesHearIdentitySecrets(t *testing.T) {
+	g := NewWithT(t)
+	tc := startTwoClusters(t)
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer queue.ShutDown()
-	g.Expect(tc.cache.Source("Metal3Machine").Start(tc.ctx, queue)).To(Succeed())
+	// Map every Secret to a request named after it, to see what arrives.
+	g.Expect(tc.cache.Source("test", func(_ context.Context, secret types.NamespacedName) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: secret}}
+	}).Start(tc.ctx, queue)).To(Succeed())
 
-	workerA := machine("tenant-a", "worker-0")
-	workerB := machine("tenant-b", "worker-0") // same name, other tenant
-	accessA := tc.hostAccess(t, workerA, tenantA)
-	tc.hostAccess(t, workerB, tenantB)
-	g.Expect(accessA.Namespace()).To(Equal("pool-a"), "the hosts' namespace comes from the kubeconfig context")
-
-	h := host("pool-a", "host-0")
-	g.Expect(tc.pool.Client.Create(tc.ctx, h)).To(Succeed())
-	g.Eventually(func() error {
-		return accessA.Client().Get(tc.ctx, client.ObjectKeyFromObject(h), &bmov1alpha1.BareMetalHost{})
-	}).Should(Succeed(), "a host created in the pool is visible through the identity")
-
-	g.Eventually(func() []types.NamespacedName { return drain(queue) }).Should(BeEmpty())
-	g.Expect(tc.pool.Client.Get(tc.ctx, client.ObjectKeyFromObject(h), h)).To(Succeed())
-	consumedBy(h, "tenant-a", "worker-0")
-	g.Expect(tc.pool.Client.Update(tc.ctx, h)).To(Succeed())
-	g.Eventually(queue.Len).Should(Equal(1), "the host update should enqueue its consumer")
-	g.Consistently(func() []types.NamespacedName { return drain(queue) }).
-		WithTimeout(2 * time.Second).Should(Or(BeEmpty(), Equal([]types.NamespacedName{{Namespace: "tenant-a", Name: "worker-0"}})))
-	g.Expect(queue.Len()).To(Equal(0))
-
-	// A host in tenant A's pool naming tenant B's machine: B's identity
-	// cannot see pool-a, A's must not wake B's machine.
-	other := host("pool-a", "host-1")
-	consumedBy(other, "tenant-b", "worker-0")
-	g.Expect(tc.pool.Client.Create(tc.ctx, other)).To(Succeed())
-	g.Eventually(func() error {
-		return accessA.Client().Get(tc.ctx, client.ObjectKeyFromObject(other), &bmov1alpha1.BareMetalHost{})
-	}).Should(Succeed())
-	g.Consistently(queue.Len).WithTimeout(2*time.Second).Should(Equal(0), "no machine of another identity is enqueued")
+	id := tc.tenant(t, "tenant-a", "tenant-a", "pool-a")
+	g.Eventually(func() []types.NamespacedName { return drain(queue) }).Should(ContainElement(id.Key.Secret()),
+		"the Secret's creation is heard")
+	tc.hostAccess(t, id)
+	g.Eventually(func() []types.NamespacedName { return drain(queue) }).Should(ContainElement(id.Key.Secret()),
+		"the identity's connection is heard")
 }
 
 // TestRotationStopsOldAccessor: a new kubeconfig in the Secret is used by
@@ -201,8 +266,7 @@ func TestRotationStopsOldAccessor(t *testing.T) {
 	g := NewWithT(t)
 	tc := startTwoClusters(t)
 	id := tc.tenant(t, "tenant-a", "tenant-a", "pool-a")
-	worker := machine("tenant-a", "worker-0")
-	access := tc.hostAccess(t, worker, id)
+	access := tc.hostAccess(t, id)
 	g.Expect(whoAmI(tc.ctx, t, access)).To(Equal("tenant-a"))
 
 	tc.cache.mu.Lock()
@@ -216,7 +280,7 @@ func TestRotationStopsOldAccessor(t *testing.T) {
 	g.Expect(tc.mgmt.Client.Update(tc.ctx, secret)).To(Succeed())
 
 	g.Eventually(func() (string, error) {
-		a, err := tc.cache.HostAccess(tc.ctx, worker, id)
+		a, err := tc.cache.HostAccess(tc.ctx, id)
 		if err != nil {
 			return "", err
 		}
@@ -236,31 +300,52 @@ func whoAmI(ctx context.Context, t *testing.T, access HostAccess) string {
 	return review.Status.UserInfo.Username
 }
 
-// TestIdentityLifetime: an identity nobody uses any longer, or whose Secret
-// is deleted, is stopped, and none of its goroutines outlive it.
+// TestIdentityLifetime: an identity stops once no object records using it
+// (the users come from an index of what the objects record, not from
+// memory), or when its Secret is deleted, and none of its goroutines
+// outlive it.
 func TestIdentityLifetime(t *testing.T) {
 	g := NewWithT(t)
 	tc := startTwoClusters(t)
 	id := tc.tenant(t, "tenant-a", "tenant-a", "pool-a")
-	worker := machine("tenant-a", "worker-0")
+
+	// A machine recording the identity in its status, as the Metal3Machine
+	// controller does, and another one leaving it.
+	user := machine("tenant-a", "worker-0")
+	g.Expect(tc.mgmt.Client.Create(tc.ctx, user)).To(Succeed())
+	user.Status.Identity = identity.Status(id, "pool-a")
+	g.Expect(tc.mgmt.Client.Status().Update(tc.ctx, user)).To(Succeed())
+	leaving := machine("tenant-a", "worker-1")
+	g.Expect(tc.mgmt.Client.Create(tc.ctx, leaving)).To(Succeed())
 
 	before := runtime.NumGoroutine()
-	tc.hostAccess(t, worker, id)
+	tc.hostAccess(t, id)
 	g.Expect(tc.cache.ConnectedKeys()).To(ConsistOf(id.Key))
 	g.Expect(runtime.NumGoroutine()).To(BeNumerically(">", before), "a connected identity runs informers and a probe")
 
-	tc.cache.Release(worker)
-	g.Expect(tc.cache.ConnectedKeys()).To(BeEmpty(), "an identity nobody uses is stopped")
+	g.Eventually(func(g Gomega) {
+		m := &infrav1.Metal3MachineList{}
+		g.Expect(tc.mgr.GetCache().List(tc.ctx, m, client.MatchingFields{identity.UsedIndex: identity.UsedKey(id.Key)})).To(Succeed())
+		g.Expect(m.Items).To(HaveLen(1))
+	}).Should(Succeed(), "the manager's cache indexes the machine by the identity it records")
+	g.Expect(tc.cache.Release(tc.ctx, id.Key, leaving)).To(Succeed())
+	g.Expect(tc.cache.ConnectedKeys()).To(ConsistOf(id.Key), "an identity a machine records is kept")
+
+	g.Expect(tc.mgmt.Client.Delete(tc.ctx, user)).To(Succeed())
+	g.Eventually(func() []identity.Key {
+		g.Expect(tc.cache.Release(tc.ctx, id.Key, user)).To(Succeed())
+		return tc.cache.ConnectedKeys()
+	}).Should(BeEmpty(), "an identity nobody uses is stopped")
 	g.Eventually(runtime.NumGoroutine).WithTimeout(15*time.Second).Should(BeNumerically("<=", before+2),
 		"no goroutine of the stopped identity remains")
 
-	tc.hostAccess(t, worker, id)
+	tc.hostAccess(t, id)
 	g.Expect(tc.cache.ConnectedKeys()).To(ConsistOf(id.Key))
 	g.Expect(tc.mgmt.Client.Delete(tc.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 		Namespace: id.Key.SecretNamespace, Name: id.Key.SecretName,
 	}})).To(Succeed())
 	g.Eventually(func() string {
-		_, err := tc.cache.HostAccess(tc.ctx, worker, id)
+		_, err := tc.cache.HostAccess(tc.ctx, id)
 		if ie, ok := identity.AsError(err); ok {
 			return ie.Reason
 		}
@@ -281,7 +366,7 @@ func TestIdentityErrors(t *testing.T) {
 		rules[0].Verbs = []string{"get", "list", "watch", "patch"} // no update
 		id := tc.tenant(t, "tenant-limited", "tenant-limited", "pool-limited", rules...)
 		g.Eventually(func() string {
-			_, err := tc.cache.HostAccess(tc.ctx, machine("tenant-limited", "m"), id)
+			_, err := tc.cache.HostAccess(tc.ctx, id)
 			return reasonAndMessage(err)
 		}).WithTimeout(20 * time.Second).Should(And(
 			HavePrefix(infrav1.IdentityForbiddenReason),
@@ -293,7 +378,7 @@ func TestIdentityErrors(t *testing.T) {
 	t.Run("a real API server's Forbidden message reaches callers", func(t *testing.T) {
 		g := NewWithT(t)
 		id := tc.tenant(t, "tenant-curious", "tenant-curious", "pool-curious")
-		access := tc.hostAccess(t, machine("tenant-curious", "m"), id)
+		access := tc.hostAccess(t, id)
 		err := access.Client().Get(tc.ctx, types.NamespacedName{Namespace: "kube-system", Name: "anything"}, &corev1.Secret{})
 		g.Expect(reasonAndMessage(classify(id.Key, "", err))).To(And(
 			HavePrefix(infrav1.IdentityForbiddenReason),
@@ -310,7 +395,7 @@ func TestIdentityErrors(t *testing.T) {
 		secret.Data["kubeconfig"] = withToken(t, secret.Data["kubeconfig"], "not-a-valid-token")
 		g.Expect(tc.mgmt.Client.Update(tc.ctx, secret)).To(Succeed())
 		g.Eventually(func() string {
-			_, err := tc.cache.HostAccess(tc.ctx, machine("tenant-revoked", "m"), id)
+			_, err := tc.cache.HostAccess(tc.ctx, id)
 			return reasonAndMessage(err)
 		}).WithTimeout(20 * time.Second).Should(HavePrefix(infrav1.IdentityUnauthorizedReason))
 	})
@@ -323,7 +408,7 @@ func TestIdentityErrors(t *testing.T) {
 		secret.Data["kubeconfig"] = withServer(t, secret.Data["kubeconfig"], "https://"+testenv.FreeLoopbackAddr(t))
 		g.Expect(tc.mgmt.Client.Update(tc.ctx, secret)).To(Succeed())
 		g.Eventually(func() string {
-			_, err := tc.cache.HostAccess(tc.ctx, machine("tenant-lost", "m"), id)
+			_, err := tc.cache.HostAccess(tc.ctx, id)
 			return reasonAndMessage(err)
 		}).WithTimeout(20 * time.Second).Should(HavePrefix(infrav1.IdentityUnreachableReason))
 	})
@@ -333,7 +418,7 @@ func TestIdentityErrors(t *testing.T) {
 		id := tc.tenant(t, "tenant-ctx", "tenant-ctx", "pool-ctx")
 		id.Key.Context = "elsewhere"
 		g.Eventually(func() string {
-			_, err := tc.cache.HostAccess(tc.ctx, machine("tenant-ctx", "m"), id)
+			_, err := tc.cache.HostAccess(tc.ctx, id)
 			return reasonAndMessage(err)
 		}).WithTimeout(20 * time.Second).Should(And(HavePrefix(infrav1.IdentityContextNotFoundReason), ContainSubstring("tenant-ctx/tenant-ctx-kubeconfig")))
 	})

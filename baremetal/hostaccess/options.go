@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -54,6 +55,14 @@ type Options struct {
 	// MaxResponseBytes caps each response body read from an identity's
 	// server (for a watch: per connection, which is then reopened).
 	MaxResponseBytes int64
+
+	// Users list the kinds whose objects use identities, each indexed by
+	// identity.UsedIndex in ManagementCache: an identity stops once none
+	// records using it (Cache.Release).
+	Users []func() client.ObjectList
+	// Recorder, when set, records Events on identity Secrets: connected,
+	// disconnected, and why an identity cannot be used.
+	Recorder events.EventRecorder
 }
 
 func (o *Options) setDefaults() {

@@ -242,7 +242,7 @@ func (p *ServerPolicy) dialer(timeout time.Duration) func(ctx context.Context, n
 // checkPolicy refuses, before any connection, a kubeconfig whose server
 // URL, TLS or proxy settings break the server policy. Like a kubeconfig that
 // cannot be parsed, it stays refused until the Secret changes.
-func (c *Cache) checkPolicy(key identity.Key, parsed *kubeconfig) error {
+func (c *IdentityCache) checkPolicy(key identity.Key, parsed *kubeconfig) error {
 	srv, err := parseServer(parsed.restConfig.Host)
 	if err != nil {
 		return identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "server %q is not a URL", parsed.restConfig.Host)

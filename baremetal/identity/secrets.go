@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -81,26 +82,23 @@ func (s *Secrets) Release(ctx context.Context, namespace, name string, leaving c
 	return nil
 }
 
+// inUse reports whether a Metal3Cluster or Metal3Machine other than
+// leaving, and not being deleted, names the Secret in its identityRef; the
+// lookup goes through RefIndex.
 func (s *Secrets) inUse(ctx context.Context, namespace, name string, leaving client.Object) (bool, error) {
-	uses := func(obj client.Object, ref *infrav1.IdentityRef) bool {
-		return ref != nil && ref.Name == name && obj.GetDeletionTimestamp().IsZero() && obj.GetUID() != leaving.GetUID()
-	}
-	clusters := &infrav1.Metal3ClusterList{}
-	if err := s.Client.List(ctx, clusters, client.InNamespace(namespace)); err != nil {
-		return true, err
-	}
-	for i := range clusters.Items {
-		if uses(&clusters.Items[i], clusters.Items[i].Spec.IdentityRef) {
-			return true, nil
+	for _, list := range []client.ObjectList{&infrav1.Metal3ClusterList{}, &infrav1.Metal3MachineList{}} {
+		if err := s.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{RefIndex: name}); err != nil {
+			return true, fmt.Errorf("list users of identity Secret %s/%s: %w", namespace, name, err)
 		}
-	}
-	machines := &infrav1.Metal3MachineList{}
-	if err := s.Client.List(ctx, machines, client.InNamespace(namespace)); err != nil {
-		return true, err
-	}
-	for i := range machines.Items {
-		if uses(&machines.Items[i], machines.Items[i].Spec.IdentityRef) {
-			return true, nil
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return true, err
+		}
+		for _, item := range items {
+			obj, ok := item.(client.Object)
+			if ok && obj.GetDeletionTimestamp().IsZero() && obj.GetUID() != leaving.GetUID() {
+				return true, nil
+			}
 		}
 	}
 	return false, nil

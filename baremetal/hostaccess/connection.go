@@ -1,0 +1,360 @@
+package hostaccess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+)
+
+// keyState is what the cache knows of one identity.
+type keyState struct {
+	// secretVersion is the resourceVersion of the Secret last parsed.
+	secretVersion string
+	hash          string
+	namespace     string
+	// accessor is nil while disconnected.
+	accessor *accessor
+	// lastErr is why the identity is not usable, while accessor is nil.
+	lastErr *identity.Error
+	// retryAt is when the next connection attempt may be made.
+	retryAt  time.Time
+	failures int
+}
+
+// IdentityCache is the Cache the manager runs: one shared accessor per
+// identity (client, host cache, health probe and the controllers'
+// watches), modelled on CAPI's ClusterCache. Identities connect lazily on
+// first use, are probed, disconnect after repeated failures and reconnect
+// with backoff; a rotated kubeconfig replaces the accessor. It is a manager
+// Runnable: stopping the manager stops every accessor.
+//
+// This file holds the connection state of each identity; routing.go holds
+// what reaches the controllers (sources, watches) and who uses what.
+type IdentityCache struct {
+	opts Options
+
+	mu sync.Mutex
+	// ctx is the lifetime of the cache (Start's context): accessors outlive
+	// the reconcile that connected them and end with the manager.
+	ctx    context.Context //nolint:containedctx // the runnable's lifetime, parent of every accessor
+	states map[identity.Key]*keyState
+	// connecting serialises connection attempts per key without holding mu.
+	connecting map[identity.Key]*sync.Mutex
+
+	routes routes
+}
+
+var _ Cache = &IdentityCache{}
+
+// NewIdentityCache returns the cache; add it to the manager with mgr.Add.
+func NewIdentityCache(opts Options) (*IdentityCache, error) {
+	if opts.SecretReader == nil || opts.ManagementCache == nil || opts.InClusterClient == nil || opts.Scheme == nil {
+		return nil, errors.New("hostaccess.IdentityCache needs SecretReader, ManagementCache, InClusterClient and Scheme")
+	}
+	opts.setDefaults()
+	if opts.InClusterReader == nil {
+		opts.InClusterReader = opts.SecretReader
+	}
+	return &IdentityCache{
+		opts:       opts,
+		states:     map[identity.Key]*keyState{},
+		connecting: map[identity.Key]*sync.Mutex{},
+		routes:     newRoutes(),
+	}, nil
+}
+
+// Start watches identity Secrets and runs until ctx ends, then stops every
+// accessor.
+func (c *IdentityCache) Start(ctx context.Context) error {
+	stopWatchingSecrets, err := c.watchSecrets(ctx)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.ctx = ctx
+	c.mu.Unlock()
+
+	<-ctx.Done()
+	stopWatchingSecrets()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, state := range c.states {
+		c.disconnectLocked(key, state, nil)
+	}
+	return nil
+}
+
+// NeedLeaderElection: remote watches only feed controllers, which run on the leader.
+func (c *IdentityCache) NeedLeaderElection() bool { return true }
+
+// HostAccess implements Cache.
+func (c *IdentityCache) HostAccess(ctx context.Context, id identity.Identity) (HostAccess, error) {
+	if id.Key.IsInCluster() {
+		return &hostAccess{key: id.Key, namespace: id.ObjectNamespace, client: c.opts.InClusterClient, reader: c.opts.InClusterReader}, nil
+	}
+	return c.remoteAccess(ctx, id)
+}
+
+// ConnectedKeys lists the identities with a running accessor.
+func (c *IdentityCache) ConnectedKeys() []identity.Key {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var keys []identity.Key
+	for key, state := range c.states {
+		if state.accessor != nil {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// remoteAccess returns the accessor of a Secret identity, connecting it when
+// needed. The fast path, a connected identity whose Secret did not change,
+// reads only the informer-cached Secret metadata: no API request.
+func (c *IdentityCache) remoteAccess(ctx context.Context, id identity.Identity) (HostAccess, error) {
+	key := id.Key
+	meta := secretMetadata()
+	if err := c.opts.ManagementCache.Get(ctx, key.Secret(), meta); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.forget(key)
+			return nil, identity.NewError(key, infrav1.IdentitySecretNotFoundReason, true, err,
+				"Secret %s not found", key.Secret())
+		}
+		return nil, fmt.Errorf("read metadata of identity Secret %s: %w", key.Secret(), err)
+	}
+
+	if access, done, err := c.cachedAccess(key, meta.ResourceVersion); done {
+		return access, err
+	}
+
+	// One connection attempt per key at a time; others wait for its outcome.
+	lock := c.connectLock(key)
+	lock.Lock()
+	defer lock.Unlock()
+	if access, done, err := c.cachedAccess(key, meta.ResourceVersion); done {
+		return access, err
+	}
+
+	secret := &corev1.Secret{}
+	if err := c.opts.SecretReader.Get(ctx, key.Secret(), secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.forget(key)
+			return nil, identity.NewError(key, infrav1.IdentitySecretNotFoundReason, true, err, "Secret %s not found", key.Secret())
+		}
+		return nil, fmt.Errorf("read identity Secret %s: %w", key.Secret(), err)
+	}
+	parsed, err := parseIdentitySecret(key, secret)
+	if err == nil {
+		err = c.checkPolicy(key, parsed)
+	}
+	if err != nil {
+		c.recordFailure(key, secret.ResourceVersion, "", err, false)
+		return nil, err
+	}
+	namespace := parsed.namespace
+	if namespace == "" {
+		namespace = id.ObjectNamespace
+	}
+
+	c.mu.Lock()
+	state := c.stateLocked(key)
+	if state.accessor != nil && state.hash == parsed.hash {
+		// The Secret was touched but its kubeconfig is the same.
+		state.secretVersion = secret.ResourceVersion
+		access := state.accessor.hostAccess()
+		c.mu.Unlock()
+		return access, nil
+	}
+	if state.accessor == nil && state.lastErr != nil && state.hash == parsed.hash && time.Now().Before(state.retryAt) {
+		// Only the Secret's metadata changed (a finalizer, a label): the
+		// server that failed gets no new request before the backoff ends.
+		state.secretVersion = secret.ResourceVersion
+		err := state.lastErr
+		c.mu.Unlock()
+		return nil, err
+	}
+	rotated := state.accessor != nil
+	if rotated {
+		// Rotation: the old credentials stop before the new ones start.
+		c.disconnectLocked(key, state, nil)
+		recordRotation(key)
+	}
+	parent := c.ctx
+	c.mu.Unlock()
+	if parent == nil {
+		return nil, errors.New("identity cache is not started")
+	}
+
+	acc, err := connect(parent, c, key, parsed.restConfig, namespace)
+	if err != nil {
+		c.recordFailure(key, secret.ResourceVersion, parsed.hash, err, true)
+		return nil, err
+	}
+	c.mu.Lock()
+	state = c.stateLocked(key)
+	state.accessor, state.lastErr = acc, nil
+	state.secretVersion, state.hash, state.namespace = secret.ResourceVersion, parsed.hash, namespace
+	state.failures, state.retryAt = 0, time.Time{}
+	c.mu.Unlock()
+	recordConnected(key)
+	c.event(key, corev1.EventTypeNormal, "IdentityConnected", "Connect",
+		fmt.Sprintf("Connected to the hosts in namespace %s of %s (rotated: %v)", namespace, acc.server.display, rotated))
+	c.routes.notify(key.Secret())
+	return acc.hostAccess(), nil
+}
+
+// cachedAccess answers from the key's state when the Secret is unchanged:
+// the connected accessor, or the last error while backing off. done is false
+// when a (re)connection must be attempted.
+func (c *IdentityCache) cachedAccess(key identity.Key, secretVersion string) (HostAccess, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	state, ok := c.states[key]
+	if !ok || state.secretVersion != secretVersion {
+		return nil, false, nil
+	}
+	if state.accessor != nil {
+		return state.accessor.hostAccess(), true, nil
+	}
+	if state.lastErr != nil && (state.lastErr.Terminal && state.hash == "" || time.Now().Before(state.retryAt)) {
+		// A kubeconfig that cannot be parsed stays broken until the Secret
+		// changes; anything else is retried after the backoff.
+		return nil, true, state.lastErr
+	}
+	return nil, false, nil
+}
+
+func (c *IdentityCache) recordFailure(key identity.Key, secretVersion, hash string, err error, retry bool) {
+	ie := classify(key, "", err)
+	c.mu.Lock()
+	state := c.stateLocked(key)
+	changed := state.lastErr == nil || state.lastErr.Reason != ie.Reason
+	c.disconnectLocked(key, state, ie)
+	state.secretVersion, state.hash, state.lastErr = secretVersion, hash, ie
+	if retry {
+		state.failures++
+		state.retryAt = time.Now().Add(c.backoff(state.failures))
+	}
+	c.mu.Unlock()
+	if changed {
+		// Operators and tenants want to see an identity refused or failing,
+		// once per change rather than at every retry.
+		ctrl.Log.WithName("hostaccess").Info("Identity cannot be used",
+			"identity", key.String(), "secret", klog.KRef(key.SecretNamespace, key.SecretName), "reason", ie.Reason, "message", ie.Message)
+		c.event(key, corev1.EventTypeWarning, "Identity"+ie.Reason, "Connect", ie.Message)
+	}
+}
+
+func (c *IdentityCache) backoff(failures int) time.Duration {
+	d := c.opts.MinBackoff
+	for i := 1; i < failures && d < c.opts.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, c.opts.MaxBackoff)
+}
+
+// RetryAfter implements Cache.
+func (c *IdentityCache) RetryAfter(key identity.Key) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if state, ok := c.states[key]; ok && !state.retryAt.IsZero() {
+		if d := time.Until(state.retryAt); d > 0 {
+			return d
+		}
+	}
+	return c.opts.MinBackoff
+}
+
+// forget drops everything about key after its Secret went away; the
+// Secret's reappearance notifies its users again.
+func (c *IdentityCache) forget(key identity.Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if state, ok := c.states[key]; ok {
+		c.disconnectLocked(key, state, nil)
+		delete(c.states, key)
+	}
+}
+
+func (c *IdentityCache) stateLocked(key identity.Key) *keyState {
+	state, ok := c.states[key]
+	if !ok {
+		state = &keyState{}
+		c.states[key] = state
+	}
+	return state
+}
+
+func (c *IdentityCache) connectLock(key identity.Key) *sync.Mutex {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lock, ok := c.connecting[key]
+	if !ok {
+		lock = &sync.Mutex{}
+		c.connecting[key] = lock
+	}
+	return lock
+}
+
+// disconnectLocked stops the key's accessor, if any, with its watches, and
+// tells the users of its Secret; why, when not nil, is the failure that
+// ended it.
+func (c *IdentityCache) disconnectLocked(key identity.Key, state *keyState, why *identity.Error) {
+	if state.accessor == nil {
+		return
+	}
+	state.accessor.stop()
+	state.accessor = nil
+	recordDisconnected(key)
+	message := "Disconnected: no object uses the identity any longer, or its kubeconfig changed"
+	if why != nil {
+		message = "Disconnected: " + why.Message
+	}
+	c.event(key, corev1.EventTypeNormal, "IdentityDisconnected", "Disconnect", message)
+	c.routes.notify(key.Secret())
+}
+
+// disconnect is called by an accessor whose probe gave up.
+func (c *IdentityCache) disconnect(acc *accessor, err *identity.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	state, ok := c.states[acc.key]
+	if !ok || state.accessor != acc {
+		return
+	}
+	c.disconnectLocked(acc.key, state, err)
+	state.lastErr = err
+	state.failures++
+	state.retryAt = time.Now().Add(c.backoff(state.failures))
+}
+
+// event records an Event on the identity's Secret, where its users (the
+// tenant) look for it; no recorder, no Event.
+func (c *IdentityCache) event(key identity.Key, eventType, reason, action, note string) {
+	if c.opts.Recorder == nil || key.IsInCluster() {
+		return
+	}
+	secret := &corev1.Secret{}
+	secret.Namespace, secret.Name = key.SecretNamespace, key.SecretName
+	c.opts.Recorder.Eventf(secret, nil, eventType, reason, action, "%s", truncateNote(note))
+}
+
+// truncateNote fits a note into an Event (1 kB), on a rune boundary.
+func truncateNote(note string) string {
+	const maxNote = 1024
+	if len(note) <= maxNote {
+		return note
+	}
+	return strings.ToValidUTF8(note[:maxNote-len("…")], "") + "…"
+}

@@ -1,0 +1,150 @@
+package identity
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// Which objects use which identity is read from what the objects record,
+// through field indexes of the manager's cache: it survives restarts and
+// costs a lookup, not a list of a namespace.
+const (
+	// RefIndex indexes Metal3Clusters and Metal3Machines by the name of the
+	// Secret their own spec.identityRef names: the Secrets to protect.
+	RefIndex = "infrastructure.cluster.x-k8s.io/identity-ref"
+	// UsedIndex indexes Metal3Clusters, Metal3Machines and Metal3Data by
+	// the identity they last used, as status.identity (or, for a
+	// Metal3Data, its DataIdentityAnnotation) records it. Each object has
+	// two values: UsedSecret for its Secret and UsedKey for its key.
+	UsedIndex = "infrastructure.cluster.x-k8s.io/identity-used"
+)
+
+// UsedSecret is the UsedIndex value of the objects whose identity's
+// kubeconfig is the Secret secret, whatever its context.
+func UsedSecret(secret types.NamespacedName) string { return "secret/" + secret.String() }
+
+// UsedKey is the UsedIndex value of the objects that used key.
+func UsedKey(key Key) string {
+	if key.IsInCluster() {
+		return "key/in-cluster"
+	}
+	return fmt.Sprintf("key/%s/%s/%s", key.SecretNamespace, key.SecretName, key.Context)
+}
+
+func usedValues(key Key) []string {
+	if key.IsInCluster() {
+		return []string{UsedKey(key)}
+	}
+	return []string{UsedSecret(key.Secret()), UsedKey(key)}
+}
+
+// KeyFromStatus is the key status.identity of an object in namespace
+// records; ok is false while it records none.
+func KeyFromStatus(status *infrav1.IdentityStatus, namespace string) (Key, bool) {
+	switch {
+	case status == nil:
+		return Key{}, false
+	case status.Source == infrav1.IdentitySourceSecret:
+		return Key{SecretNamespace: namespace, SecretName: status.SecretName, Context: status.Context}, true
+	default:
+		return InCluster, true
+	}
+}
+
+// Indexes registers RefIndex and UsedIndex on the manager's cache.
+func Indexes(ctx context.Context, indexer client.FieldIndexer) error {
+	refIndex := func(ref *infrav1.IdentityRef) []string {
+		if ref == nil {
+			return nil
+		}
+		return []string{ref.Name}
+	}
+	statusIndex := func(status *infrav1.IdentityStatus, namespace string) []string {
+		if key, ok := KeyFromStatus(status, namespace); ok {
+			return usedValues(key)
+		}
+		return nil
+	}
+	indexes := []struct {
+		obj     client.Object
+		field   string
+		extract client.IndexerFunc
+	}{
+		{&infrav1.Metal3Cluster{}, RefIndex, func(o client.Object) []string {
+			return refIndex(o.(*infrav1.Metal3Cluster).Spec.IdentityRef)
+		}},
+		{&infrav1.Metal3Machine{}, RefIndex, func(o client.Object) []string {
+			return refIndex(o.(*infrav1.Metal3Machine).Spec.IdentityRef)
+		}},
+		{&infrav1.Metal3Cluster{}, UsedIndex, func(o client.Object) []string {
+			return statusIndex(o.(*infrav1.Metal3Cluster).Status.Identity, o.GetNamespace())
+		}},
+		{&infrav1.Metal3Machine{}, UsedIndex, func(o client.Object) []string {
+			return statusIndex(o.(*infrav1.Metal3Machine).Status.Identity, o.GetNamespace())
+		}},
+		{&infrav1.Metal3Data{}, UsedIndex, func(o client.Object) []string {
+			if rec, ok := RecordedOn(o.(*infrav1.Metal3Data)); ok {
+				return usedValues(rec.Identity().Key)
+			}
+			return nil
+		}},
+	}
+	for _, index := range indexes {
+		if err := indexer.IndexField(ctx, index.obj, index.field, index.extract); err != nil {
+			return fmt.Errorf("index %T by %s: %w", index.obj, index.field, err)
+		}
+	}
+	return nil
+}
+
+// Record is what a Metal3Data records of the identity its Secrets were
+// written through (DataIdentityAnnotation), so they can be deleted through
+// it after its Metal3Machine is gone.
+type Record struct {
+	SecretNamespace string `json:"secretNamespace,omitempty"`
+	SecretName      string `json:"secretName,omitempty"`
+	Context         string `json:"context,omitempty"`
+	ObjectNamespace string `json:"objectNamespace"`
+	Metal3Machine   string `json:"metal3Machine"`
+}
+
+// Identity is the recorded identity.
+func (r Record) Identity() Identity {
+	return Identity{
+		Key:             Key{SecretNamespace: r.SecretNamespace, SecretName: r.SecretName, Context: r.Context},
+		ObjectNamespace: r.ObjectNamespace,
+	}
+}
+
+// RecordOn notes on data that its Secrets are written through id for the
+// Metal3Machine machine.
+func RecordOn(data *infrav1.Metal3Data, id Identity, machine string) error {
+	value, err := json.Marshal(Record{
+		SecretNamespace: id.Key.SecretNamespace, SecretName: id.Key.SecretName, Context: id.Key.Context,
+		ObjectNamespace: id.ObjectNamespace, Metal3Machine: machine,
+	})
+	if err != nil {
+		return err
+	}
+	if data.Annotations == nil {
+		data.Annotations = map[string]string{}
+	}
+	data.Annotations[infrav1.DataIdentityAnnotation] = string(value)
+	return nil
+}
+
+// RecordedOn reads what RecordOn noted; ok is false if nothing (valid) is.
+func RecordedOn(data *infrav1.Metal3Data) (Record, bool) {
+	var rec Record
+	raw, ok := data.Annotations[infrav1.DataIdentityAnnotation]
+	if !ok || json.Unmarshal([]byte(raw), &rec) != nil {
+		return Record{}, false
+	}
+	return rec, true
+}

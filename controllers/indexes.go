@@ -1,0 +1,40 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+// Field indexes the controllers' mappers look up, instead of listing a
+// namespace and filtering.
+const (
+	// dataClaimIndex indexes Metal3Data by their claim's name, which is
+	// their Metal3Machine's.
+	dataClaimIndex = "spec.claim.name"
+	// templateClusterIndex indexes Metal3DataTemplates by spec.clusterName.
+	templateClusterIndex = "spec.clusterName"
+)
+
+func indexes(ctx context.Context, indexer client.FieldIndexer) error {
+	for _, index := range []struct {
+		obj     client.Object
+		field   string
+		extract client.IndexerFunc
+	}{
+		{&infrav1.Metal3Data{}, dataClaimIndex, func(o client.Object) []string {
+			return []string{o.(*infrav1.Metal3Data).Spec.Claim.Name}
+		}},
+		{&infrav1.Metal3DataTemplate{}, templateClusterIndex, func(o client.Object) []string {
+			return []string{o.(*infrav1.Metal3DataTemplate).Spec.ClusterName}
+		}},
+	} {
+		if err := indexer.IndexField(ctx, index.obj, index.field, index.extract); err != nil {
+			return fmt.Errorf("index %T by %s: %w", index.obj, index.field, err)
+		}
+	}
+	return nil
+}

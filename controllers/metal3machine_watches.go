@@ -1,0 +1,118 @@
+package controllers
+
+import (
+	"context"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+)
+
+// How events reach a Metal3Machine: besides its own, its Machine's and its
+// Cluster's, those of its bootstrap data, its data claim and Metal3Data,
+// its identity's Secret, and its host, through the watch the identity
+// cache runs on the hosts' cluster for each identity.
+
+// hostWatcher is the Metal3Machine controller's watch on the hosts of key.
+// The identity cache starts it once per connection of the identity, on the
+// cluster where the hosts are; the in-cluster identity's runs on the
+// manager's cache.
+func (r *Metal3MachineReconciler) hostWatcher(key identity.Key) hostaccess.Watcher {
+	return hostaccess.NewWatcher(hostaccess.WatcherOptions{
+		Name:         "metal3machine-hosts",
+		Watcher:      r.controller,
+		Kind:         &bmov1alpha1.BareMetalHost{},
+		EventHandler: handler.EnqueueRequestsFromMapFunc(r.hostToMetal3Machine(key)),
+	})
+}
+
+// hostToMetal3Machine maps a host seen through key to the Metal3Machine its
+// consumerRef names, but only if that machine records using key: a host
+// never wakes another tenant's machine, even one with the same name.
+func (r *Metal3MachineReconciler) hostToMetal3Machine(key identity.Key) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []ctrl.Request {
+		host, ok := obj.(*bmov1alpha1.BareMetalHost)
+		if !ok {
+			return nil
+		}
+		ref := host.Spec.ConsumerRef
+		if ref == nil || ref.Kind != "Metal3Machine" || ref.Name == "" {
+			return nil
+		}
+		name := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+		if name.Namespace == "" {
+			name.Namespace = host.Namespace
+		}
+		m3m := &infrav1.Metal3Machine{}
+		if err := r.Client.Get(ctx, name, m3m); err != nil {
+			return nil
+		}
+		if used, ok := identity.KeyFromStatus(m3m.Status.Identity, m3m.Namespace); !ok || used != key {
+			return nil
+		}
+		return []ctrl.Request{{NamespacedName: name}}
+	}
+}
+
+// secretToMachines maps an identity Secret to the Metal3Machines that use it.
+func (r *Metal3MachineReconciler) secretToMachines(ctx context.Context, secret types.NamespacedName) []ctrl.Request {
+	machines := &infrav1.Metal3MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(secret.Namespace),
+		client.MatchingFields{identity.UsedIndex: identity.UsedSecret(secret)}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List the Metal3Machines using an identity Secret", "secret", secret)
+		return nil
+	}
+	requests := make([]ctrl.Request, 0, len(machines.Items))
+	for _, m := range machines.Items {
+		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+	}
+	return requests
+}
+
+// bootstrapSecretToMetal3Machines maps a bootstrap data Secret to the
+// Metal3Machines of the Machines that use it.
+func (r *Metal3MachineReconciler) bootstrapSecretToMetal3Machines(ctx context.Context, obj client.Object) []ctrl.Request {
+	clusterName := obj.GetLabels()[clusterv1.ClusterNameLabel]
+	if clusterName == "" {
+		return nil
+	}
+	machines := &clusterv1.MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: clusterName}); err != nil {
+		return nil
+	}
+	var requests []ctrl.Request
+	for _, machine := range machines.Items {
+		ref := machine.Spec.InfrastructureRef
+		if ptrValue(machine.Spec.Bootstrap.DataSecretName) == obj.GetName() && ref.Kind == "Metal3Machine" {
+			requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: machine.Namespace, Name: ref.Name}})
+		}
+	}
+	return requests
+}
+
+// dataToMetal3Machine maps a Metal3Data to the Metal3Machine controlling
+// its claim.
+func (r *Metal3MachineReconciler) dataToMetal3Machine(ctx context.Context, obj client.Object) []ctrl.Request {
+	data, ok := obj.(*infrav1.Metal3Data)
+	if !ok || data.Spec.Claim.Name == "" {
+		return nil
+	}
+	claim := &infrav1.Metal3DataClaim{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: data.Namespace, Name: data.Spec.Claim.Name}, claim); err != nil {
+		return nil
+	}
+	owner := metav1.GetControllerOf(claim)
+	if owner == nil || owner.Kind != "Metal3Machine" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: claim.Namespace, Name: owner.Name}}}
+}
