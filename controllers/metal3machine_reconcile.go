@@ -255,7 +255,6 @@ func (r *Metal3MachineReconciler) identityRetry(id identity.Identity, err error)
 	return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(id.Key)}
 }
 
-
 // setMachineReady summarises the machine: Ready once its host is provisioned
 // and its identity usable; otherwise the first unmet condition says why.
 func setMachineReady(m3m *infrav1.Metal3Machine) {
