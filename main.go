@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	logsv1 "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/util/flags"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -147,7 +148,7 @@ func newManager(restConfig *rest.Config, scheme *runtime.Scheme, opts *options) 
 		RenewDeadline:                 &opts.leaderElectRenewDeadline,
 		RetryPeriod:                   &opts.leaderElectRetryPeriod,
 		LeaderElectionReleaseOnCancel: true,
-		GracefulShutdownTimeout:       ptrTo(gracefulShutdownTimeout),
+		GracefulShutdownTimeout:       ptr.To(gracefulShutdownTimeout),
 		Cache:                         cacheOptions,
 		Client: client.Options{
 			Cache: &client.CacheOptions{
@@ -189,5 +190,3 @@ func setupChecks(mgr ctrl.Manager, opts *options) error {
 }
 
 func webhooksEnabled(opts *options) bool { return opts.webhookPort != 0 }
-
-func ptrTo[T any](v T) *T { return &v }

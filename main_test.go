@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
@@ -81,7 +82,7 @@ func TestManagerAgainstAPIServer(t *testing.T) {
 		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: leaseName}, lease); err != nil {
 			return "", err
 		}
-		return ptrValue(lease.Spec.HolderIdentity), nil
+		return ptr.Deref(lease.Spec.HolderIdentity, ""), nil
 	}).WithTimeout(30*time.Second).Should(Not(BeEmpty()), "the manager should take the leader election lease")
 
 	g.Eventually(func() (string, error) {
@@ -101,14 +102,7 @@ func TestManagerAgainstAPIServer(t *testing.T) {
 	// LeaderElectionReleaseOnCancel: a replacement pod must not wait a whole
 	// lease duration after a clean rollout.
 	g.Expect(env.Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: leaseName}, lease)).To(Succeed())
-	g.Expect(ptrValue(lease.Spec.HolderIdentity)).To(BeEmpty(), "lease should be released on shutdown")
-}
-
-func ptrValue(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+	g.Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).To(BeEmpty(), "lease should be released on shutdown")
 }
 
 func TestRunRejectsInvalidFlags(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +22,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/render"
 )
 
@@ -64,13 +64,13 @@ type DataManager struct {
 	Claim         *infrav1.Metal3DataClaim
 	Metal3Machine *infrav1.Metal3Machine
 	Machine       *clusterv1.Machine
-	Host          *bmov1alpha1.BareMetalHost
+	Host          *hostbinding.Host
 }
 
 func (m *DataManager) input() render.Input {
 	return render.Input{
 		Template: &m.Template.Spec, Index: m.Data.Spec.Index, Namespace: m.Data.Namespace,
-		Machine: m.Machine, Metal3Machine: m.Metal3Machine, Host: m.Host,
+		Machine: m.Machine, Metal3Machine: m.Metal3Machine, Host: m.Host.BareMetalHost,
 	}
 }
 
@@ -99,7 +99,7 @@ func (m *DataManager) Reconcile(ctx context.Context) error {
 	}
 
 	if m.Template.Spec.MetaData != nil {
-		ref, err := ensureHostSecret(ctx, m.Access, m.Host, m.Data, "Metal3Data", metaDataPurpose,
+		ref, err := hostbinding.WriteSecret(ctx, m.Access, m.Host, m.Data, "Metal3Data", hostbinding.MetaDataPurpose,
 			map[string][]byte{metaDataKey: metaData})
 		if err != nil {
 			return err
@@ -107,7 +107,7 @@ func (m *DataManager) Reconcile(ctx context.Context) error {
 		m.Data.Status.MetaData = &infrav1.SecretReference{Namespace: ref.Namespace, Name: ref.Name}
 	}
 	if m.Template.Spec.NetworkData != nil {
-		ref, err := ensureHostSecret(ctx, m.Access, m.Host, m.Data, "Metal3Data", networkDataPurpose,
+		ref, err := hostbinding.WriteSecret(ctx, m.Access, m.Host, m.Data, "Metal3Data", hostbinding.NetworkDataPurpose,
 			map[string][]byte{networkDataKey: networkData})
 		if err != nil {
 			return err
@@ -132,11 +132,11 @@ func (m *DataManager) DeleteHostSecrets(ctx context.Context) error {
 	for _, s := range []struct {
 		ref     *infrav1.SecretReference
 		purpose string
-	}{{m.Data.Status.MetaData, metaDataPurpose}, {m.Data.Status.NetworkData, networkDataPurpose}} {
+	}{{m.Data.Status.MetaData, hostbinding.MetaDataPurpose}, {m.Data.Status.NetworkData, hostbinding.NetworkDataPurpose}} {
 		if s.ref == nil {
 			continue
 		}
-		if err := deleteHostSecret(ctx, m.Access, s.ref.Namespace, m.Data, s.purpose); err != nil {
+		if err := hostbinding.DeleteSecret(ctx, m.Access, s.ref.Namespace, m.Data, s.purpose); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,13 +15,37 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 )
 
 // A machine with a dataTemplate is provisioned in two steps. Rendering
 // needs the host (its NICs, labels and annotations), so the host is first
-// claimed with only a consumerRef; the machine then claims its data, and
-// once the Metal3Data has written its Secrets next to the host, the host is
-// given its image, user data, metadata and network data in one update.
+// claimed with only a consumerRef (hostbinding.Binding.Bind); the machine
+// then claims its data here, and once the Metal3Data has written its
+// Secrets next to the host, the host is given its image, user data,
+// metadata and network data in one update (Binding.Provision).
+
+// MachineManager handles the data of one Metal3Machine: its
+// Metal3DataClaim and the Metal3Data rendered for it. Its host is the
+// hostbinding.Binding's business.
+type MachineManager struct {
+	// Client reads and writes the management cluster.
+	Client    client.Client
+	Cluster   *clusterv1.Cluster
+	M3Machine *infrav1.Metal3Machine
+}
+
+// RenderedSecrets are the Secrets data wrote next to the host.
+func RenderedSecrets(data *infrav1.Metal3Data) hostbinding.RenderedSecrets {
+	var rendered hostbinding.RenderedSecrets
+	if s := data.Status.MetaData; s != nil {
+		rendered.MetaData = &corev1.SecretReference{Namespace: s.Namespace, Name: s.Name}
+	}
+	if s := data.Status.NetworkData; s != nil {
+		rendered.NetworkData = &corev1.SecretReference{Namespace: s.Namespace, Name: s.Name}
+	}
+	return rendered
+}
 
 var (
 	// ErrDataTemplateNotFound: the machine's dataTemplate does not exist.
@@ -33,12 +56,6 @@ var (
 	// carries the message naming the template field.
 	ErrDataFailed = errors.New("rendering the machine's data failed")
 )
-
-// UsesDataTemplate reports whether the machine's metadata and network data
-// are rendered from a Metal3DataTemplate.
-func (m *MachineManager) UsesDataTemplate() bool {
-	return m.M3Machine.Spec.DataTemplate != nil && m.M3Machine.Spec.DataTemplate.Name != ""
-}
 
 // dataClaimName is the name of the machine's Metal3DataClaim: the machine's
 // own, so a claim names its machine, as upstream does.
@@ -93,7 +110,7 @@ func (m *MachineManager) EnsureDataClaim(ctx context.Context) (*infrav1.Metal3Da
 // Secrets next to host, and records it in the machine's status. Until then
 // it returns an error wrapping ErrDataNotReady (or ErrDataFailed, with the
 // message naming the template field).
-func (m *MachineManager) RenderedData(ctx context.Context, claim *infrav1.Metal3DataClaim, host *bmov1alpha1.BareMetalHost) (*infrav1.Metal3Data, error) {
+func (m *MachineManager) RenderedData(ctx context.Context, claim *infrav1.Metal3DataClaim, host *hostbinding.Host) (*infrav1.Metal3Data, error) {
 	if msg := claim.Status.ErrorMessage; msg != nil && *msg != "" {
 		return nil, fmt.Errorf("%w: Metal3DataClaim %s: %s", ErrDataFailed, claim.Name, *msg)
 	}
@@ -130,35 +147,6 @@ func (m *MachineManager) RenderedData(ctx context.Context, claim *infrav1.Metal3
 		}
 	}
 	return data, nil
-}
-
-// ProvisioningStarted reports whether the host was given what to provision.
-func ProvisioningStarted(host *bmov1alpha1.BareMetalHost) bool {
-	return host.Spec.Image != nil || host.Spec.CustomDeploy != nil
-}
-
-// Provision is the second step for a machine with a dataTemplate: it writes
-// the user data next to host and gives the host its image and the Secrets
-// of data, in one update guarded by the resourceVersion.
-func (m *MachineManager) Provision(ctx context.Context, host *bmov1alpha1.BareMetalHost, data *infrav1.Metal3Data) error {
-	refs, err := m.writeHostSecrets(ctx, host)
-	if err != nil {
-		return err
-	}
-	if s := data.Status.MetaData; s != nil {
-		refs.metaData = &corev1.SecretReference{Namespace: s.Namespace, Name: s.Name}
-	}
-	if s := data.Status.NetworkData; s != nil {
-		refs.networkData = &corev1.SecretReference{Namespace: s.Namespace, Name: s.Name}
-	}
-	updated := host.DeepCopy()
-	m.setProvisioningSpec(updated, refs)
-	if err := m.patchHost(ctx, host, updated); err != nil {
-		return err
-	}
-	*host = *updated
-	m.recordAssociation(host)
-	return nil
 }
 
 // ReleaseDataClaim deletes the machine's Metal3DataClaim. It returns true

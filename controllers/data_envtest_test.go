@@ -11,12 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -33,7 +34,7 @@ var (
 // dataTemplate asks for metadata and network data reading the host's NICs
 // and an address of pool; hostInterface is the NIC the metadata reads.
 func dataTemplate(namespace, name, hostInterface string, pool ipPool) *infrav1.Metal3DataTemplate {
-	poolRef := &infrav1.IPPoolReference{APIGroup: ptrTo(pool.apiGroup), Kind: pool.kind, Name: pool.name}
+	poolRef := &infrav1.IPPoolReference{APIGroup: ptr.To(pool.apiGroup), Kind: pool.kind, Name: pool.name}
 	return &infrav1.Metal3DataTemplate{
 		ObjectMeta: metav1ObjectMeta(namespace, name),
 		Spec: infrav1.Metal3DataTemplateSpec{
@@ -50,7 +51,7 @@ func dataTemplate(namespace, name, hostInterface string, pool ipPool) *infrav1.M
 			NetworkData: &infrav1.NetworkData{
 				Links: &infrav1.NetworkDataLinks{Ethernets: []infrav1.EthernetLink{{
 					Type: infrav1.EthernetLinkTypePhy, ID: "eth0", MTU: 1500,
-					MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("eth0")},
+					MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("eth0")},
 				}}},
 				Networks: &infrav1.NetworkDataNetworks{IPv4: []infrav1.IPv4Network{{
 					ID: "provisioning", Link: "eth0", FromPoolRef: poolRef,
@@ -163,7 +164,7 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	hostSecrets := func(g Gomega, c client.Client, namespace string, owner *infrav1.Metal3Data) []corev1.Secret {
 		secrets := &corev1.SecretList{}
 		g.Expect(c.List(ctx, secrets, client.InNamespace(namespace),
-			client.MatchingLabels{baremetal.OwnerUIDLabel: string(owner.UID)})).To(Succeed())
+			client.MatchingLabels{hostbinding.OwnerUIDLabel: string(owner.UID)})).To(Succeed())
 		return secrets.Items
 	}
 
@@ -190,7 +191,7 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	networkData := &corev1.Secret{}
 	g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: data.Status.NetworkData.Name}, networkData)).To(Succeed())
 	for _, s := range []*corev1.Secret{metaData, networkData} {
-		g.Expect(s.Labels[baremetal.OwnerUIDLabel]).To(Equal(string(data.UID)))
+		g.Expect(s.Labels[hostbinding.OwnerUIDLabel]).To(Equal(string(data.UID)))
 		g.Expect(s.OwnerReferences).To(ContainElement(HaveField("UID", host.UID)), "the Secret goes with its host")
 	}
 	md := string(metaData.Data["metaData"])
@@ -250,7 +251,7 @@ func TestDataRenderedNextToHost(t *testing.T) {
 			g.Expect(got.Status.Ready).To(BeFalse())
 			gotClaim := &infrav1.Metal3DataClaim{}
 			g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(claim), gotClaim)).To(Succeed())
-			g.Expect(ptrValue(gotClaim.Status.ErrorMessage)).To(ContainSubstring(failure.field))
+			g.Expect(ptr.Deref(gotClaim.Status.ErrorMessage, "")).To(ContainSubstring(failure.field))
 			g.Expect(conditions.Get(gotClaim, infrav1.Metal3DataClaimDataReadyCondition)).To(HaveValue(And(
 				HaveField("Reason", infrav1.Metal3DataClaimDataFailedReason),
 				HaveField("Message", ContainSubstring(failure.field)))))

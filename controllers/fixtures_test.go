@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -108,7 +109,7 @@ func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Schem
 	started, err := Setup(ctx, mgr, SetupOptions{
 		Remote:      opts.remote,
 		Concurrency: Concurrency{Metal3Cluster: 4, Metal3Machine: 4, Metal3MachineTemplate: 1},
-		Controller:  controller.Options{SkipNameValidation: ptrTo(true)},
+		Controller:  controller.Options{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		cancel()
@@ -157,7 +158,7 @@ func (w workloadCluster) create(t *testing.T, c client.Client) {
 	if err := c.Create(ctx, cluster); err != nil {
 		t.Fatal(err)
 	}
-	cluster.Status.Initialization.InfrastructureProvisioned = ptrTo(true)
+	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
 	if err := c.Status().Update(ctx, cluster); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func (w workloadCluster) machine(t *testing.T, c client.Client, name string, adj
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: name, Labels: labels},
 		Spec: clusterv1.MachineSpec{
 			ClusterName: w.name,
-			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptrTo(bootstrap.Name)},
+			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(bootstrap.Name)},
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
 				APIGroup: infrav1.GroupVersion.Group, Kind: "Metal3Machine", Name: name,
 			},
@@ -209,7 +210,7 @@ func (w workloadCluster) machine(t *testing.T, c client.Client, name string, adj
 		Spec: infrav1.Metal3MachineSpec{Image: infrav1.Image{
 			URL:          "http://172.22.0.1/images/node.qcow2",
 			Checksum:     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-			ChecksumType: ptrTo("sha256"), DiskFormat: ptrTo("qcow2"),
+			ChecksumType: ptr.To("sha256"), DiskFormat: ptr.To("qcow2"),
 		}},
 	}
 	if adjust != nil {

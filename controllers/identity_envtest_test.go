@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -134,7 +135,7 @@ func TestIdentityOutageAndRecovery(t *testing.T) {
 	g.Eventually(func() bool {
 		got := &infrav1.Metal3Machine{}
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(worker), got)).To(Succeed())
-		return ptrValue(got.Status.Initialization.Provisioned)
+		return ptr.Deref(got.Status.Initialization.Provisioned, false)
 	}).WithTimeout(15*time.Second).Should(BeTrue(), "a host update after the restart reaches its machine")
 }
 

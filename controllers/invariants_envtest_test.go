@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
@@ -103,11 +103,11 @@ func assertHostsConsistent(g Gomega, mgmt, pool client.Client, poolNamespace str
 		g.Expect(host.Spec.UserData).NotTo(BeNil())
 		secret := &corev1.Secret{}
 		g.Expect(pool.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: host.Spec.UserData.Name}, secret)).To(Succeed())
-		g.Expect(secret.Labels[baremetal.OwnerUIDLabel]).To(Equal(string(m.UID)), "host %s's user data is %s's", host.Name, key)
+		g.Expect(secret.Labels[hostbinding.OwnerUIDLabel]).To(Equal(string(m.UID)), "host %s's user data is %s's", host.Name, key)
 		g.Expect(string(secret.Data["value"])).To(ContainSubstring("hostname: " + m.Name))
 	}
 	secrets := &corev1.SecretList{}
-	g.Expect(pool.List(ctx, secrets, client.InNamespace(poolNamespace), client.HasLabels{baremetal.OwnerUIDLabel})).To(Succeed())
+	g.Expect(pool.List(ctx, secrets, client.InNamespace(poolNamespace), client.HasLabels{hostbinding.OwnerUIDLabel})).To(Succeed())
 	g.Expect(secrets.Items).To(HaveLen(len(consumedHosts(g, pool, poolNamespace))), "no Secret left behind by a lost race")
 }
 

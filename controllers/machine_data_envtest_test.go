@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -141,7 +141,7 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 			referencedBy[ref.Name] = host.Name
 			secret := &corev1.Secret{}
 			g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: ref.Name}, secret)).To(Succeed())
-			g.Expect(secret.Labels[baremetal.OwnerUIDLabel]).To(Equal(string(data.UID)))
+			g.Expect(secret.Labels[hostbinding.OwnerUIDLabel]).To(Equal(string(data.UID)))
 			g.Expect(secret.OwnerReferences).To(ConsistOf(HaveField("UID", host.UID)))
 		}
 		md := &corev1.Secret{}
@@ -150,7 +150,7 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 		g.Expect(addressIn(string(md.Data["metaData"]), tenant.first, tenant.last)).To(BeTrue(),
 			"%s's address comes from its own pool:\n%s", tenant.namespace, md.Data["metaData"])
 		secrets := &corev1.SecretList{}
-		g.Expect(mgmt.Client.List(ctx, secrets, client.InNamespace(tenant.namespace), client.HasLabels{baremetal.OwnerUIDLabel})).To(Succeed())
+		g.Expect(mgmt.Client.List(ctx, secrets, client.InNamespace(tenant.namespace), client.HasLabels{hostbinding.OwnerUIDLabel})).To(Succeed())
 		g.Expect(secrets.Items).To(BeEmpty(), "nothing is written next to the Metal3 objects")
 	}
 	g.Expect(referencedBy).To(HaveLen(4))

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
@@ -150,7 +151,7 @@ func (r *Metal3ClusterReconciler) reconcileNormal(ctx context.Context, m3c *infr
 		// Provisioned is a one-way flag of the CAPI contract: once the
 		// cluster's infrastructure was ready, a later identity outage
 		// shows on Ready, not by un-provisioning.
-		m3c.Status.Initialization.Provisioned = ptrTo(true)
+		m3c.Status.Initialization.Provisioned = ptr.To(true)
 	}
 	conditions.Set(m3c, ready)
 
@@ -236,8 +237,6 @@ func (r *Metal3ClusterReconciler) metal3MachineToCluster(ctx context.Context, ob
 	}
 	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}}}
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // secretToClusters maps an identity Secret to the Metal3Clusters that use it.
 func (r *Metal3ClusterReconciler) secretToClusters(ctx context.Context, secret types.NamespacedName) []ctrl.Request {

@@ -30,6 +30,7 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
@@ -184,10 +185,10 @@ func (r *Metal3DataReconciler) render(ctx context.Context, data *infrav1.Metal3D
 	if err := identity.RecordOn(data, dm.id, dm.m3m.Name); err != nil {
 		return ctrl.Result{}, err
 	}
-	manager := &baremetal.MachineManager{Client: r.Client, Access: access, Machine: dm.machine, M3Machine: dm.m3m}
-	host, err := manager.Host(ctx)
+	binding := hostbinding.ForBareMetalHosts(hostbinding.Options{Client: r.Client, Access: access, Machine: dm.machine, M3Machine: dm.m3m})
+	host, err := binding.Host(ctx)
 	switch {
-	case err != nil && !errors.Is(err, baremetal.ErrHostNotFound):
+	case err != nil && !errors.Is(err, hostbinding.ErrHostNotFound):
 		return ctrl.Result{}, err
 	case err != nil || host == nil:
 		msg := "Waiting for the Metal3Machine to be associated with a host"

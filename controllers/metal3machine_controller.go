@@ -22,6 +22,7 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
@@ -119,7 +120,16 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			return ctrl.Result{}, err
 		}
 	}
-	manager := &baremetal.MachineManager{Client: r.Client, Access: access, Cluster: cluster, Machine: machine, M3Machine: m3m}
+	scope := &machineScope{
+		cluster: cluster, machine: machine, m3m: m3m, access: access,
+		data: &baremetal.MachineManager{Client: r.Client, Cluster: cluster, M3Machine: m3m},
+	}
+	bindingOptions := hostbinding.Options{
+		Client: r.Client, Access: access, Cluster: cluster, Machine: machine, M3Machine: m3m, Recorder: r.Recorder,
+	}
+	if access != nil {
+		scope.binding = hostbinding.ForBareMetalHosts(bindingOptions)
+	}
 
 	isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, m3m)
 	if err != nil || requeue {
@@ -127,7 +137,7 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	if isPaused {
 		// Invariant: a paused cluster's hosts are not touched by BMO either.
-		return ctrl.Result{}, r.pauseHost(ctx, manager, true)
+		return ctrl.Result{}, r.pauseHost(ctx, scope, true)
 	}
 
 	patchHelper, err := patch.NewHelper(m3m, r.Client)
@@ -152,11 +162,26 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		// its host: it keeps its finalizer and retries with backoff.
 		return r.identityRetry(id, identityErr), nil
 	}
-	if manager.ReuseTemplate, err = r.reuseTemplate(ctx, m3m); err != nil {
+	// The binding is rebuilt with the node reuse template, which only a
+	// machine with a usable identity needs.
+	if bindingOptions.ReuseTemplate, err = r.reuseTemplate(ctx, m3m); err != nil {
 		return ctrl.Result{}, err
 	}
+	scope.binding = hostbinding.ForBareMetalHosts(bindingOptions)
 	if !m3m.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, manager)
+		return r.reconcileDelete(ctx, scope)
 	}
-	return r.reconcileNormal(ctx, manager)
+	return r.reconcileNormal(ctx, scope)
+}
+
+// machineScope is one reconcile of a Metal3Machine: the machine, its
+// cluster, the host access of its identity and the binding to its host
+// (both nil while the identity cannot be used), and its data.
+type machineScope struct {
+	cluster *clusterv1.Cluster
+	machine *clusterv1.Machine
+	m3m     *infrav1.Metal3Machine
+	access  hostaccess.HostAccess
+	binding hostbinding.Binding
+	data    *baremetal.MachineManager
 }

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +18,7 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
@@ -29,8 +31,8 @@ const (
 	hostProgressRequeue = 10 * time.Second
 )
 
-func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, m *baremetal.MachineManager) (ctrl.Result, error) {
-	m3m := m.M3Machine
+func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machineScope) (ctrl.Result, error) {
+	m3m := s.m3m
 	// The finalizer is persisted before any host is touched: a machine
 	// deleted between a claim and the finalizer would leave its host
 	// claimed forever. The deferred patch saves it and its update event
@@ -44,15 +46,15 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, m *bareme
 		}
 	}
 
-	if !ptrValue(m.Cluster.Status.Initialization.InfrastructureProvisioned) {
+	if !ptr.Deref(s.cluster.Status.Initialization.InfrastructureProvisioned, false) {
 		setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.WaitingForClusterInfrastructureReason,
 			"Waiting for the cluster's infrastructure to be provisioned")
 		return ctrl.Result{}, nil
 	}
 
-	host, err := m.Host(ctx)
+	host, err := s.binding.Host(ctx)
 	switch {
-	case errors.Is(err, baremetal.ErrHostNotFound):
+	case errors.Is(err, hostbinding.ErrHostNotFound):
 		// Invariant: an associated machine never moves to another host.
 		setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.HostNotFoundReason,
 			err.Error()+"; the machine will not take another host")
@@ -60,45 +62,45 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, m *bareme
 	case err != nil:
 		return ctrl.Result{}, err
 	case host == nil:
-		if m3m.Spec.UserData == nil && m.Machine.Spec.Bootstrap.DataSecretName == nil {
+		if m3m.Spec.UserData == nil && s.machine.Spec.Bootstrap.DataSecretName == nil {
 			setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason,
 				"Waiting for the bootstrap provider's data")
 			return ctrl.Result{}, nil
 		}
-		host, err = m.Associate(ctx)
-		if errors.Is(err, baremetal.ErrNoAvailableHost) {
+		host, err = s.binding.Bind(ctx)
+		if errors.Is(err, hostbinding.ErrNoAvailableHost) {
 			setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.NoAvailableHostReason,
-				fmt.Sprintf("No available host in namespace %s matches the machine's hostSelector", m.Access.Namespace()))
+				fmt.Sprintf("No available host in namespace %s matches the machine's hostSelector", s.access.Namespace()))
 			return ctrl.Result{RequeueAfter: noHostRequeue}, nil
 		}
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		ctrl.LoggerFrom(ctx).Info("Bound to a host", "host", klog.KRef(host.Namespace, host.Name), "identity", s.access.Key().String())
 	}
-	setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionTrue, infrav1.AssociatedReason,
-		fmt.Sprintf("Host %s/%s", host.Namespace, host.Name))
+	setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionTrue, infrav1.AssociatedReason, "Host "+host.String())
 
-	if m.UsesDataTemplate() {
-		if result, ready, err := r.reconcileData(ctx, m, host); !ready || err != nil {
+	if hostbinding.UsesDataTemplate(m3m) {
+		if result, ready, err := r.reconcileData(ctx, s, host); !ready || err != nil {
 			return result, err
 		}
 	}
 
-	provisioned, err := m.SyncHost(ctx, host)
+	provisioned, err := s.binding.Sync(ctx, host)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	switch {
-	case host.Status.OperationalStatus == bmov1alpha1.OperationalStatusError:
+	case host.ErrorMessage != "":
 		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.HostErrorReason,
-			fmt.Sprintf("Host %s/%s reports an error: %s", host.Namespace, host.Name, host.Status.ErrorMessage))
+			fmt.Sprintf("Host %s reports an error: %s", host, host.ErrorMessage))
 	case provisioned:
 		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionTrue, infrav1.ProvisionedReason, "")
-		m3m.Status.Initialization.Provisioned = ptrTo(true)
-		return r.setNodeProviderID(ctx, m, host)
+		m3m.Status.Initialization.Provisioned = ptr.To(true)
+		return r.setNodeProviderID(ctx, s, host)
 	default:
 		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.ProvisioningReason,
-			fmt.Sprintf("Host %s/%s is %s", host.Namespace, host.Name, stateOrRegistering(host)))
+			fmt.Sprintf("Host %s is %s", host, stateOrRegistering(host)))
 	}
 	return ctrl.Result{RequeueAfter: hostProgressRequeue}, nil
 }
@@ -107,25 +109,25 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, m *bareme
 // host, gives the host what to provision. ready is false while the host
 // cannot be provisioned yet; the conditions say why. A host that is already
 // provisioning carries on whatever happens to its data later.
-func (r *Metal3MachineReconciler) reconcileData(ctx context.Context, m *baremetal.MachineManager, host *bmov1alpha1.BareMetalHost) (ctrl.Result, bool, error) {
-	m3m := m.M3Machine
-	started := baremetal.ProvisioningStarted(host)
+func (r *Metal3MachineReconciler) reconcileData(ctx context.Context, s *machineScope, host *hostbinding.Host) (ctrl.Result, bool, error) {
+	m3m := s.m3m
+	started := host.ProvisioningStarted
 	notReady := func(reason string, err error, result ctrl.Result) (ctrl.Result, bool, error) {
 		setCondition(m3m, infrav1.DataReadyCondition, metav1.ConditionFalse, reason, err.Error())
 		if !started {
 			setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.WaitingForDataReason,
-				fmt.Sprintf("Host %s/%s waits for the machine's metadata and network data", host.Namespace, host.Name))
+				fmt.Sprintf("Host %s waits for the machine's metadata and network data", host))
 		}
 		return result, started, nil
 	}
-	claim, err := m.EnsureDataClaim(ctx)
+	claim, err := s.data.EnsureDataClaim(ctx)
 	switch {
 	case errors.Is(err, baremetal.ErrDataTemplateNotFound):
 		return notReady(infrav1.Metal3DataClaimTemplateNotFoundReason, err, ctrl.Result{RequeueAfter: noHostRequeue})
 	case err != nil:
 		return ctrl.Result{}, false, err
 	}
-	data, err := m.RenderedData(ctx, claim, host)
+	data, err := s.data.RenderedData(ctx, claim, host)
 	switch {
 	case errors.Is(err, baremetal.ErrDataFailed):
 		return notReady(infrav1.Metal3DataClaimDataFailedReason, err, ctrl.Result{})
@@ -136,45 +138,45 @@ func (r *Metal3MachineReconciler) reconcileData(ctx context.Context, m *baremeta
 		return ctrl.Result{}, false, err
 	}
 	setCondition(m3m, infrav1.DataReadyCondition, metav1.ConditionTrue, infrav1.Metal3DataClaimDataReadyReason,
-		fmt.Sprintf("Metal3Data %s rendered next to host %s/%s", data.Name, host.Namespace, host.Name))
+		fmt.Sprintf("Metal3Data %s rendered next to host %s", data.Name, host))
 	if !started {
-		if err := m.Provision(ctx, host, data); err != nil {
+		if err := s.binding.Provision(ctx, host, baremetal.RenderedSecrets(data)); err != nil {
 			return ctrl.Result{}, false, err
 		}
 	}
 	return ctrl.Result{}, true, nil
 }
 
-func (r *Metal3MachineReconciler) reconcileDelete(ctx context.Context, m *baremetal.MachineManager) (ctrl.Result, error) {
-	done, err := m.Release(ctx)
+func (r *Metal3MachineReconciler) reconcileDelete(ctx context.Context, s *machineScope) (ctrl.Result, error) {
+	done, err := s.binding.Release(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if !done {
-		setCondition(m.M3Machine, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.DeprovisioningReason,
+		setCondition(s.m3m, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.DeprovisioningReason,
 			"Deprovisioning the host before releasing it")
 		return ctrl.Result{RequeueAfter: hostProgressRequeue}, nil
 	}
 	// The data's Secrets next to the host go through this machine's
 	// identity, which stays protected until they are gone.
-	released, err := m.ReleaseDataClaim(ctx)
+	released, err := s.data.ReleaseDataClaim(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if !released {
-		setCondition(m.M3Machine, infrav1.DataReadyCondition, metav1.ConditionFalse, infrav1.DeletingReason,
+		setCondition(s.m3m, infrav1.DataReadyCondition, metav1.ConditionFalse, infrav1.DeletingReason,
 			"Waiting for the Metal3DataClaim, its Metal3Data and the Secrets next to the host to be deleted")
 		return ctrl.Result{RequeueAfter: dataGoneRequeue}, nil
 	}
-	if ref := m.M3Machine.Spec.IdentityRef; ref != nil {
-		if err := r.identitySecrets().Release(ctx, m.M3Machine.Namespace, ref.Name, m.M3Machine); err != nil {
+	if ref := s.m3m.Spec.IdentityRef; ref != nil {
+		if err := r.identitySecrets().Release(ctx, s.m3m.Namespace, ref.Name, s.m3m); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if err := r.Identities.Release(ctx, m.Access.Key(), m.M3Machine); err != nil {
+	if err := r.Identities.Release(ctx, s.access.Key(), s.m3m); err != nil {
 		return ctrl.Result{}, err
 	}
-	controllerutil.RemoveFinalizer(m.M3Machine, infrav1.Metal3MachineFinalizer)
+	controllerutil.RemoveFinalizer(s.m3m, infrav1.Metal3MachineFinalizer)
 	return ctrl.Result{}, nil
 }
 
@@ -183,21 +185,21 @@ func (r *Metal3MachineReconciler) identitySecrets() *identity.Secrets {
 }
 
 // pauseHost sets or clears the provider's pause on the machine's host.
-// Without a usable identity (no Access) there is nothing it can do.
-func (r *Metal3MachineReconciler) pauseHost(ctx context.Context, m *baremetal.MachineManager, paused bool) error {
-	if m.Access == nil {
+// Without a usable identity (no binding) there is nothing it can do.
+func (r *Metal3MachineReconciler) pauseHost(ctx context.Context, s *machineScope, paused bool) error {
+	if s.binding == nil {
 		return nil
 	}
-	host, err := m.Host(ctx)
+	host, err := s.binding.Host(ctx)
 	switch {
-	case errors.Is(err, baremetal.ErrHostNotFound):
+	case errors.Is(err, hostbinding.ErrHostNotFound):
 		return nil
 	case err != nil:
 		return err
 	case host == nil:
 		return nil
 	}
-	return m.Pause(ctx, host, paused)
+	return s.binding.Pause(ctx, host, paused)
 }
 
 // reuseTemplate is the name of the machine's Metal3MachineTemplate when that
@@ -287,17 +289,9 @@ func setCondition(obj conditions.Setter, condType string, status metav1.Conditio
 	conditions.Set(obj, metav1.Condition{Type: condType, Status: status, Reason: reason, Message: message})
 }
 
-func stateOrRegistering(host *bmov1alpha1.BareMetalHost) string {
-	if host.Status.Provisioning.State == "" {
+func stateOrRegistering(host *hostbinding.Host) string {
+	if host.State == "" {
 		return "registering"
 	}
-	return string(host.Status.Provisioning.State)
-}
-
-func ptrValue[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
+	return string(host.State)
 }

@@ -6,6 +6,7 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,7 +93,7 @@ func (r *Metal3MachineReconciler) bootstrapSecretToMetal3Machines(ctx context.Co
 	var requests []ctrl.Request
 	for _, machine := range machines.Items {
 		ref := machine.Spec.InfrastructureRef
-		if ptrValue(machine.Spec.Bootstrap.DataSecretName) == obj.GetName() && ref.Kind == "Metal3Machine" {
+		if ptr.Deref(machine.Spec.Bootstrap.DataSecretName, "") == obj.GetName() && ref.Kind == "Metal3Machine" {
 			requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: machine.Namespace, Name: ref.Name}})
 		}
 	}

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 )
 
 const (
@@ -26,15 +27,15 @@ const (
 // setNodeProviderID writes the machine's provider ID on its workload Node
 // when the cluster runs no cloud provider: CAPI matches Nodes to Machines by
 // provider ID. Workload clients come from CAPI's ClusterCache.
-func (r *Metal3MachineReconciler) setNodeProviderID(ctx context.Context, m *baremetal.MachineManager, host *bmov1alpha1.BareMetalHost) (ctrl.Result, error) {
+func (r *Metal3MachineReconciler) setNodeProviderID(ctx context.Context, s *machineScope, host *hostbinding.Host) (ctrl.Result, error) {
 	if r.ClusterCache == nil {
 		return ctrl.Result{}, nil
 	}
-	enabled, err := r.cloudProviderEnabled(ctx, m)
+	enabled, err := r.cloudProviderEnabled(ctx, s.cluster)
 	if err != nil || enabled {
 		return ctrl.Result{}, err
 	}
-	workload, err := r.ClusterCache.GetClient(ctx, client.ObjectKeyFromObject(m.Cluster))
+	workload, err := r.ClusterCache.GetClient(ctx, client.ObjectKeyFromObject(s.cluster))
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("Workload cluster not reachable yet to set the Node's providerID", "reason", err.Error())
 		return ctrl.Result{RequeueAfter: nodeRequeue}, nil
@@ -47,7 +48,7 @@ func (r *Metal3MachineReconciler) setNodeProviderID(ctx context.Context, m *bare
 		return ctrl.Result{RequeueAfter: nodeRequeue}, nil
 	}
 	node := &nodes.Items[0]
-	providerID := ptrValue(m.M3Machine.Spec.ProviderID)
+	providerID := ptr.Deref(s.m3m.Spec.ProviderID, "")
 	if node.Spec.ProviderID == providerID {
 		return ctrl.Result{}, nil
 	}
@@ -65,14 +66,14 @@ func (r *Metal3MachineReconciler) setNodeProviderID(ctx context.Context, m *bare
 
 // cloudProviderEnabled reads the Metal3Cluster's setting: enabled unless
 // cloudProviderEnabled=false or the deprecated noCloudProvider=true.
-func (r *Metal3MachineReconciler) cloudProviderEnabled(ctx context.Context, m *baremetal.MachineManager) (bool, error) {
-	ref := m.Cluster.Spec.InfrastructureRef
+func (r *Metal3MachineReconciler) cloudProviderEnabled(ctx context.Context, cluster *clusterv1.Cluster) (bool, error) {
+	ref := cluster.Spec.InfrastructureRef
 	if ref.Kind != "Metal3Cluster" || ref.Name == "" {
 		return true, nil
 	}
 	m3c := &infrav1.Metal3Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Cluster.Namespace, Name: ref.Name}, m3c); err != nil {
-		return true, fmt.Errorf("get Metal3Cluster %s/%s: %w", m.Cluster.Namespace, ref.Name, err)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}, m3c); err != nil {
+		return true, fmt.Errorf("get Metal3Cluster %s/%s: %w", cluster.Namespace, ref.Name, err)
 	}
 	if m3c.Spec.CloudProviderEnabled != nil {
 		return *m3c.Spec.CloudProviderEnabled, nil

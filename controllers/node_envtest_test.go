@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,7 +32,7 @@ func TestNodeProviderIDWithoutCloudProvider(t *testing.T) {
 	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
 	cluster.create(t, mgmt.Client)
 	m3c := &infrav1.Metal3Cluster{ObjectMeta: metav1ObjectMeta("tenant-a", "cluster-a")}
-	update(t, mgmt.Client, m3c, func() { m3c.Spec.CloudProviderEnabled = ptrTo(false) })
+	update(t, mgmt.Client, m3c, func() { m3c.Spec.CloudProviderEnabled = ptr.To(false) })
 	// The workload cluster's kubeconfig, where CAPI keeps it.
 	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "cluster-a-kubeconfig",

@@ -7,6 +7,7 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,7 +78,7 @@ func TestPauseAndTemplatePropagation(t *testing.T) {
 	}).WithTimeout(3*time.Second).Should(Succeed(), "an operator's pause stays")
 
 	template := &infrav1.Metal3MachineTemplate{ObjectMeta: metav1ObjectMeta("tenant-a", "workers")}
-	update(t, mgmt.Client, template, func() { template.Spec.Template.Spec.AutomatedCleaningMode = ptrTo("disabled") })
+	update(t, mgmt.Client, template, func() { template.Spec.Template.Spec.AutomatedCleaningMode = ptr.To("disabled") })
 	g.Eventually(func(g Gomega) {
 		for _, name := range workers {
 			m := &infrav1.Metal3Machine{}

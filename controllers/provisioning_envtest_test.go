@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -42,7 +42,7 @@ func provisionAndRelease(t *testing.T, mgmt client.Client, hostCluster client.Cl
 	userData := &corev1.Secret{}
 	g.Expect(hostCluster.Get(ctx, client.ObjectKey{Namespace: hostNamespace, Name: host.Spec.UserData.Name}, userData)).To(Succeed())
 	g.Expect(string(userData.Data["value"])).To(ContainSubstring("hostname: " + m3m.Name))
-	g.Expect(userData.Labels[baremetal.OwnerUIDLabel]).To(Equal(string(m3m.UID)))
+	g.Expect(userData.Labels[hostbinding.OwnerUIDLabel]).To(Equal(string(m3m.UID)))
 	g.Expect(userData.OwnerReferences).To(ContainElement(HaveField("UID", host.UID)), "the Secret goes with its host")
 
 	// Plain metadata and network data Secrets are copied next to the host
@@ -61,7 +61,7 @@ func provisionAndRelease(t *testing.T, mgmt client.Client, hostCluster client.Cl
 		g.Expect(mgmt.Get(ctx, client.ObjectKey{Namespace: m3m.Namespace, Name: s.source.Name}, source)).To(Succeed())
 		g.Expect(hostCluster.Get(ctx, client.ObjectKey{Namespace: hostNamespace, Name: s.copied.Name}, copied)).To(Succeed())
 		g.Expect(copied.Data).To(Equal(source.Data))
-		g.Expect(copied.Labels[baremetal.OwnerUIDLabel]).To(Equal(string(m3m.UID)))
+		g.Expect(copied.Labels[hostbinding.OwnerUIDLabel]).To(Equal(string(m3m.UID)))
 		copies = append(copies, copied)
 	}
 
@@ -173,7 +173,7 @@ func TestProvisioningThroughPools(t *testing.T) {
 
 	// No host Secret is written in the management cluster.
 	secrets := &corev1.SecretList{}
-	g.Expect(mgmt.Client.List(ctx, secrets, client.InNamespace("tenant-a"), client.HasLabels{baremetal.OwnerUIDLabel})).To(Succeed())
+	g.Expect(mgmt.Client.List(ctx, secrets, client.InNamespace("tenant-a"), client.HasLabels{hostbinding.OwnerUIDLabel})).To(Succeed())
 	g.Expect(secrets.Items).To(BeEmpty())
 
 	provisionAndRelease(t, mgmt.Client, poolEast.Client, worker, "pool-east")

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -348,7 +349,7 @@ spec:
 		g := NewWithT(t)
 		template := &infrav1.Metal3MachineTemplate{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenantNamespace, Name: "defaulted"}, template)).To(Succeed())
-		template.Spec.Template.Spec.AutomatedCleaningMode = ptrTo("disabled")
+		template.Spec.Template.Spec.AutomatedCleaningMode = ptr.To("disabled")
 		template.Spec.NodeReuse = true
 		g.Expect(c.Update(ctx, template)).To(Succeed())
 		template.Spec.Template.Spec.CustomDeploy.Method = "install_flatcar"
@@ -357,5 +358,3 @@ spec:
 		g.Expect(err.Error()).To(ContainSubstring("spec.template.spec"))
 	})
 }
-
-func ptrTo[T any](v T) *T { return &v }

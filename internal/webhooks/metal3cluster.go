@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -49,7 +50,7 @@ func defaultMetal3ClusterSpec(spec *infrav1.Metal3ClusterSpec) {
 		spec.ControlPlaneEndpoint.Port = defaultAPIServerPort
 	}
 	if spec.CloudProviderEnabled == nil && spec.NoCloudProvider != nil {
-		spec.CloudProviderEnabled = ptrTo(!*spec.NoCloudProvider)
+		spec.CloudProviderEnabled = ptr.To(!*spec.NoCloudProvider)
 	}
 }
 
@@ -116,5 +117,3 @@ func deprecationWarnings(spec *infrav1.Metal3ClusterSpec) admission.Warnings {
 	}
 	return nil
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
@@ -14,7 +15,7 @@ import (
 func validMetal3ClusterSpec() infrav1.Metal3ClusterSpec {
 	return infrav1.Metal3ClusterSpec{
 		ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.168.111.249", Port: 6443},
-		CloudProviderEnabled: ptrTo(false),
+		CloudProviderEnabled: ptr.To(false),
 		FailureDomains: map[string]infrav1.FailureDomainSpec{
 			"rack-a": {ControlPlane: true, Attributes: map[string]string{"rack": "a"}},
 		},
@@ -60,28 +61,28 @@ var clusterSpecDefaultCases = []struct {
 	},
 	{
 		name:   "cloudProviderEnabled=false from noCloudProvider=true",
-		spec:   infrav1.Metal3ClusterSpec{NoCloudProvider: ptrTo(true)},
-		expect: infrav1.Metal3ClusterSpec{NoCloudProvider: ptrTo(true), CloudProviderEnabled: ptrTo(false)},
+		spec:   infrav1.Metal3ClusterSpec{NoCloudProvider: ptr.To(true)},
+		expect: infrav1.Metal3ClusterSpec{NoCloudProvider: ptr.To(true), CloudProviderEnabled: ptr.To(false)},
 	},
 	{
 		name:   "cloudProviderEnabled=true from noCloudProvider=false",
-		spec:   infrav1.Metal3ClusterSpec{NoCloudProvider: ptrTo(false)},
-		expect: infrav1.Metal3ClusterSpec{NoCloudProvider: ptrTo(false), CloudProviderEnabled: ptrTo(true)},
+		spec:   infrav1.Metal3ClusterSpec{NoCloudProvider: ptr.To(false)},
+		expect: infrav1.Metal3ClusterSpec{NoCloudProvider: ptr.To(false), CloudProviderEnabled: ptr.To(true)},
 	},
 	{
 		name:   "deprecated noCloudProvider not written back from cloudProviderEnabled=false",
-		spec:   infrav1.Metal3ClusterSpec{CloudProviderEnabled: ptrTo(false)},
-		expect: infrav1.Metal3ClusterSpec{CloudProviderEnabled: ptrTo(false)},
+		spec:   infrav1.Metal3ClusterSpec{CloudProviderEnabled: ptr.To(false)},
+		expect: infrav1.Metal3ClusterSpec{CloudProviderEnabled: ptr.To(false)},
 	},
 	{
 		name:   "deprecated noCloudProvider not written back from cloudProviderEnabled=true",
-		spec:   infrav1.Metal3ClusterSpec{CloudProviderEnabled: ptrTo(true)},
-		expect: infrav1.Metal3ClusterSpec{CloudProviderEnabled: ptrTo(true)},
+		spec:   infrav1.Metal3ClusterSpec{CloudProviderEnabled: ptr.To(true)},
+		expect: infrav1.Metal3ClusterSpec{CloudProviderEnabled: ptr.To(true)},
 	},
 	{
 		name:   "both set are left alone, even when contradictory",
-		spec:   infrav1.Metal3ClusterSpec{NoCloudProvider: ptrTo(true), CloudProviderEnabled: ptrTo(true)},
-		expect: infrav1.Metal3ClusterSpec{NoCloudProvider: ptrTo(true), CloudProviderEnabled: ptrTo(true)},
+		spec:   infrav1.Metal3ClusterSpec{NoCloudProvider: ptr.To(true), CloudProviderEnabled: ptr.To(true)},
+		expect: infrav1.Metal3ClusterSpec{NoCloudProvider: ptr.To(true), CloudProviderEnabled: ptr.To(true)},
 	},
 	{
 		name:   "identityRef untouched",
@@ -148,7 +149,7 @@ var clusterSpecCases = []clusterSpecCase{
 	{
 		name: "valid consistent noCloudProvider and cloudProviderEnabled",
 		mutate: func(s *infrav1.Metal3ClusterSpec) {
-			s.NoCloudProvider, s.CloudProviderEnabled = ptrTo(true), ptrTo(false)
+			s.NoCloudProvider, s.CloudProviderEnabled = ptr.To(true), ptr.To(false)
 		},
 	},
 	{
@@ -195,14 +196,14 @@ var clusterSpecCases = []clusterSpecCase{
 	{
 		name: "noCloudProvider and cloudProviderEnabled both true",
 		mutate: func(s *infrav1.Metal3ClusterSpec) {
-			s.NoCloudProvider, s.CloudProviderEnabled = ptrTo(true), ptrTo(true)
+			s.NoCloudProvider, s.CloudProviderEnabled = ptr.To(true), ptr.To(true)
 		},
 		wantFields: []string{"cloudProviderEnabled"},
 	},
 	{
 		name: "noCloudProvider and cloudProviderEnabled both false",
 		mutate: func(s *infrav1.Metal3ClusterSpec) {
-			s.NoCloudProvider, s.CloudProviderEnabled = ptrTo(false), ptrTo(false)
+			s.NoCloudProvider, s.CloudProviderEnabled = ptr.To(false), ptr.To(false)
 		},
 		wantFields: []string{"cloudProviderEnabled"},
 	},
@@ -243,7 +244,7 @@ func TestMetal3ClusterValidateCreate(t *testing.T) {
 
 func TestMetal3ClusterDeprecationWarning(t *testing.T) {
 	c := validMetal3Cluster()
-	c.Spec.CloudProviderEnabled, c.Spec.NoCloudProvider = nil, ptrTo(true)
+	c.Spec.CloudProviderEnabled, c.Spec.NoCloudProvider = nil, ptr.To(true)
 	// As admission runs it: defaulting first, then validation.
 	if err := (&Metal3Cluster{}).Default(context.Background(), c); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
@@ -40,26 +41,26 @@ func validDataTemplate() *infrav1.Metal3DataTemplate {
 			NetworkData: &infrav1.NetworkData{
 				Links: &infrav1.NetworkDataLinks{
 					Ethernets: []infrav1.EthernetLink{
-						{Type: infrav1.EthernetLinkTypePhy, ID: "enp2s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp2s0")}},
-						{Type: infrav1.EthernetLinkTypePhy, ID: "enp3s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp3s0")}},
+						{Type: infrav1.EthernetLinkTypePhy, ID: "enp2s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp2s0")}},
+						{Type: infrav1.EthernetLinkTypePhy, ID: "enp3s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp3s0")}},
 					},
 					Bonds: []infrav1.BondLink{{
 						ID: "bond0", BondMode: infrav1.BondMode8023AD, BondXmitHashPolicy: infrav1.BondXmitHashPolicyLayer34,
-						MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp2s0")},
+						MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp2s0")},
 						BondLinks:  []string{"enp2s0", "enp3s0"},
 					}},
 					VLANs: []infrav1.VLANLink{{
 						ID: "bond0.100", VLANID: 100, VLANLink: "bond0",
-						MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp2s0")},
+						MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp2s0")},
 					}},
 				},
 				Networks: &infrav1.NetworkDataNetworks{
 					IPv4: []infrav1.IPv4Network{{
-						ID: "storage", Link: "bond0.100", IPAddressFromIPPool: ptrTo("storage-pool"),
+						ID: "storage", Link: "bond0.100", IPAddressFromIPPool: ptr.To("storage-pool"),
 						Routes: []infrav1.IPv4Route{{
 							Network: "172.20.0.0", Prefix: 16,
-							Gateway:  infrav1.IPv4RouteGateway{FromIPPool: ptrTo("storage-pool")},
-							Services: &infrav1.IPv4RouteServices{DNSFromIPPool: ptrTo("storage-pool")},
+							Gateway:  infrav1.IPv4RouteGateway{FromIPPool: ptr.To("storage-pool")},
+							Services: &infrav1.IPv4RouteServices{DNSFromIPPool: ptr.To("storage-pool")},
 						}},
 					}},
 				},
@@ -74,7 +75,7 @@ func ipv6Network(id, link, pool string) infrav1.IPv6Network {
 }
 
 func inClusterPool(name string) *infrav1.IPPoolReference {
-	return &infrav1.IPPoolReference{APIGroup: ptrTo("ipam.cluster.x-k8s.io"), Kind: "InClusterIPPool", Name: name}
+	return &infrav1.IPPoolReference{APIGroup: ptr.To("ipam.cluster.x-k8s.io"), Kind: "InClusterIPPool", Name: name}
 }
 
 func TestMetal3DataTemplateValidateCreate(t *testing.T) {
@@ -94,14 +95,14 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 			mutate: func(s *spec) {
 				l := s.NetworkData.Links
 				l.VLANs = append(l.VLANs, infrav1.VLANLink{
-					ID: "bond1.200", VLANID: 200, VLANLink: "bond1", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp4s0")},
+					ID: "bond1.200", VLANID: 200, VLANLink: "bond1", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp4s0")},
 				})
 				l.Bonds = append(l.Bonds, infrav1.BondLink{
 					ID: "bond1", BondMode: infrav1.BondModeActiveBackup, BondLinks: []string{"enp4s0"},
-					MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp4s0")},
+					MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp4s0")},
 				})
 				l.Ethernets = append(l.Ethernets, infrav1.EthernetLink{
-					Type: infrav1.EthernetLinkTypePhy, ID: "enp4s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp4s0")},
+					Type: infrav1.EthernetLinkTypePhy, ID: "enp4s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp4s0")},
 				})
 			},
 		},
@@ -131,7 +132,7 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 		{
 			name: "valid MAC address string",
 			mutate: func(s *spec) {
-				s.NetworkData.Links.Ethernets[0].MACAddress = infrav1.MACAddressSource{String: ptrTo("52:54:00:6a:1c:10")}
+				s.NetworkData.Links.Ethernets[0].MACAddress = infrav1.MACAddressSource{String: ptr.To("52:54:00:6a:1c:10")}
 			},
 		},
 		{
@@ -221,7 +222,7 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 			name: "duplicate link id between ethernets",
 			mutate: func(s *spec) {
 				s.NetworkData.Links.Ethernets = append(s.NetworkData.Links.Ethernets, infrav1.EthernetLink{
-					Type: infrav1.EthernetLinkTypePhy, ID: "enp2s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptrTo("enp4s0")},
+					Type: infrav1.EthernetLinkTypePhy, ID: "enp2s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp4s0")},
 				})
 			},
 			wantFields: []string{"spec.networkData.links.ethernets[2].id"},
@@ -252,14 +253,14 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 		{
 			name: "bad MAC address string",
 			mutate: func(s *spec) {
-				s.NetworkData.Links.Ethernets[0].MACAddress = infrav1.MACAddressSource{String: ptrTo("52:54:00:zz:1c:10")}
+				s.NetworkData.Links.Ethernets[0].MACAddress = infrav1.MACAddressSource{String: ptr.To("52:54:00:zz:1c:10")}
 			},
 			wantFields: []string{"spec.networkData.links.ethernets[0].macAddress.string"},
 		},
 		{
 			name: "MAC address from two sources",
 			mutate: func(s *spec) {
-				s.NetworkData.Links.Bonds[0].MACAddress.String = ptrTo("52:54:00:6a:1c:10")
+				s.NetworkData.Links.Bonds[0].MACAddress.String = ptr.To("52:54:00:6a:1c:10")
 			},
 			wantFields: []string{"spec.networkData.links.bonds[0].macAddress"},
 		},
@@ -325,7 +326,7 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 		},
 		{
 			name:       "ipv4 with an empty ipAddressFromIPPool only",
-			mutate:     func(s *spec) { s.NetworkData.Networks.IPv4[0].IPAddressFromIPPool = ptrTo("") },
+			mutate:     func(s *spec) { s.NetworkData.Networks.IPv4[0].IPAddressFromIPPool = ptr.To("") },
 			wantFields: []string{"spec.networkData.networks.ipv4[0]"},
 		},
 		{
@@ -364,7 +365,7 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 		{
 			name: "valid: route gateway from two sources",
 			mutate: func(s *spec) {
-				s.NetworkData.Networks.IPv4[0].Routes[0].Gateway.String = ptrTo(infrav1.IPv4Address("172.20.0.1"))
+				s.NetworkData.Networks.IPv4[0].Routes[0].Gateway.String = ptr.To(infrav1.IPv4Address("172.20.0.1"))
 			},
 		},
 		{
@@ -384,7 +385,7 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 				n := ipv6Network("v6", "bond0", "v6-pool")
 				n.Routes = []infrav1.IPv6Route{{
 					Network: "2001:db8:100::", Prefix: 48,
-					Gateway: infrav1.IPv6RouteGateway{String: ptrTo(infrav1.IPv6Address("2001:db8:1::1")), FromIPPool: ptrTo("v6-pool")},
+					Gateway: infrav1.IPv6RouteGateway{String: ptr.To(infrav1.IPv6Address("2001:db8:1::1")), FromIPPool: ptr.To("v6-pool")},
 				}}
 				s.NetworkData.Networks.IPv6 = []infrav1.IPv6Network{n}
 			},

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -58,7 +59,7 @@ func defaultMetal3MachineSpec(spec *infrav1.Metal3MachineSpec) {
 	if image.ChecksumType == nil && image.Checksum != "" && isHex(image.Checksum) {
 		for algorithm, length := range hexDigestLengths {
 			if len(image.Checksum) == length {
-				image.ChecksumType = ptrTo(algorithm)
+				image.ChecksumType = ptr.To(algorithm)
 			}
 		}
 	}

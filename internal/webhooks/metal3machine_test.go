@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
@@ -27,8 +28,8 @@ func validMetal3MachineSpec() infrav1.Metal3MachineSpec {
 		Image: infrav1.Image{
 			URL:          imageURL,
 			Checksum:     sha256Sum,
-			ChecksumType: ptrTo("sha256"),
-			DiskFormat:   ptrTo("qcow2"),
+			ChecksumType: ptr.To("sha256"),
+			DiskFormat:   ptr.To("qcow2"),
 		},
 		HostSelector: infrav1.HostSelector{
 			MatchLabels: map[string]string{"cluster-role": "control-plane"},
@@ -39,7 +40,7 @@ func validMetal3MachineSpec() infrav1.Metal3MachineSpec {
 			}},
 		},
 		DataTemplate:          &corev1.ObjectReference{Name: "workload-1-controlplane-template"},
-		AutomatedCleaningMode: ptrTo("metadata"),
+		AutomatedCleaningMode: ptr.To("metadata"),
 		FailureDomain:         "rack-a",
 	}
 }
@@ -69,24 +70,24 @@ var machineSpecDefaultCases = []struct {
 	{
 		name:   "md5 inferred from 32 hex digits",
 		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = md5Sum, nil },
-		check:  wantChecksumType(ptrTo("md5")),
+		check:  wantChecksumType(ptr.To("md5")),
 	},
 	{
 		name:   "sha256 inferred from 64 hex digits",
 		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = sha256Sum, nil },
-		check:  wantChecksumType(ptrTo("sha256")),
+		check:  wantChecksumType(ptr.To("sha256")),
 	},
 	{
 		name:   "sha512 inferred from 128 hex digits",
 		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = sha512Sum, nil },
-		check:  wantChecksumType(ptrTo("sha512")),
+		check:  wantChecksumType(ptr.To("sha512")),
 	},
 	{
 		name: "upper-case hex digest",
 		mutate: func(s *infrav1.Metal3MachineSpec) {
 			s.Image.Checksum, s.Image.ChecksumType = strings.ToUpper(sha256Sum), nil
 		},
-		check: wantChecksumType(ptrTo("sha256")),
+		check: wantChecksumType(ptr.To("sha256")),
 	},
 	{
 		name:   "left alone for a checksum file URL",
@@ -101,9 +102,9 @@ var machineSpecDefaultCases = []struct {
 	{
 		name: "explicit checksumType kept",
 		mutate: func(s *infrav1.Metal3MachineSpec) {
-			s.Image.Checksum, s.Image.ChecksumType = sha256Sum, ptrTo("sha512")
+			s.Image.Checksum, s.Image.ChecksumType = sha256Sum, ptr.To("sha512")
 		},
-		check: wantChecksumType(ptrTo("sha512")),
+		check: wantChecksumType(ptr.To("sha512")),
 	},
 	{
 		name:   "no image, no checksumType",
@@ -211,7 +212,7 @@ var machineSpecCases = []machineSpecCase{
 	{
 		name: "valid live-iso without checksum",
 		mutate: func(s *infrav1.Metal3MachineSpec) {
-			s.Image = infrav1.Image{URL: "http://172.22.0.1/images/rescue.iso", DiskFormat: ptrTo("live-iso")}
+			s.Image = infrav1.Image{URL: "http://172.22.0.1/images/rescue.iso", DiskFormat: ptr.To("live-iso")}
 		},
 	},
 	{
@@ -224,12 +225,12 @@ var machineSpecCases = []machineSpecCase{
 	},
 	{
 		name:   "valid md5 digest",
-		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = md5Sum, ptrTo("md5") },
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = md5Sum, ptr.To("md5") },
 	},
 	{
 		name: "valid sha512 digest",
 		mutate: func(s *infrav1.Metal3MachineSpec) {
-			s.Image.Checksum, s.Image.ChecksumType = sha512Sum, ptrTo("sha512")
+			s.Image.Checksum, s.Image.ChecksumType = sha512Sum, ptr.To("sha512")
 		},
 	},
 	{
@@ -301,7 +302,7 @@ var machineSpecCases = []machineSpecCase{
 	{
 		name: "live-iso with checksumType but no checksum",
 		mutate: func(s *infrav1.Metal3MachineSpec) {
-			s.Image = infrav1.Image{URL: imageURL, DiskFormat: ptrTo("live-iso"), ChecksumType: ptrTo("sha256")}
+			s.Image = infrav1.Image{URL: imageURL, DiskFormat: ptr.To("live-iso"), ChecksumType: ptr.To("sha256")}
 		},
 		wantFields: []string{"image.checksum"},
 	},
@@ -312,12 +313,12 @@ var machineSpecCases = []machineSpecCase{
 	},
 	{
 		name:       "md5 checksumType with a sha256-length digest",
-		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.ChecksumType = ptrTo("md5") },
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.ChecksumType = ptr.To("md5") },
 		wantFields: []string{"image.checksum"},
 	},
 	{
 		name:       "sha512 checksumType with a sha256-length digest",
-		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.ChecksumType = ptrTo("sha512") },
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.ChecksumType = ptr.To("sha512") },
 		wantFields: []string{"image.checksum"},
 	},
 	{
@@ -525,7 +526,7 @@ func TestMetal3MachineValidateUpdate(t *testing.T) {
 			name: "providerID set while associated",
 			old:  associated,
 			new: both(associated, func(m *infrav1.Metal3Machine) {
-				m.Spec.ProviderID = ptrTo("metal3://tenant-a/worker-3/workload-1-controlplane-x7k2p")
+				m.Spec.ProviderID = ptr.To("metal3://tenant-a/worker-3/workload-1-controlplane-x7k2p")
 			}),
 		},
 		{
@@ -578,7 +579,9 @@ func TestMetal3MachineTemplateValidateUpdate(t *testing.T) {
 		{
 			name: "automatedCleaningMode changed",
 			old:  func(*infrav1.Metal3MachineTemplate) {},
-			new:  func(t *infrav1.Metal3MachineTemplate) { t.Spec.Template.Spec.AutomatedCleaningMode = ptrTo("disabled") },
+			new: func(t *infrav1.Metal3MachineTemplate) {
+				t.Spec.Template.Spec.AutomatedCleaningMode = ptr.To("disabled")
+			},
 		},
 		{
 			name: "automatedCleaningMode set",
@@ -618,7 +621,7 @@ func TestMetal3MachineTemplateValidateUpdate(t *testing.T) {
 			name: "automatedCleaningMode and image changed together",
 			old:  func(*infrav1.Metal3MachineTemplate) {},
 			new: func(t *infrav1.Metal3MachineTemplate) {
-				t.Spec.Template.Spec.AutomatedCleaningMode = ptrTo("disabled")
+				t.Spec.Template.Spec.AutomatedCleaningMode = ptr.To("disabled")
 				t.Spec.Template.Spec.Image.Checksum = "4d4a099ace59ef1dfeba3a4362e23d1eaa07d4302f9926498f2a9b88faa25420"
 			},
 			wantFields: []string{"spec.template.spec"},

@@ -1,4 +1,4 @@
-package baremetal
+package hostbinding
 
 import (
 	"testing"
@@ -118,18 +118,18 @@ func TestHostSecretName(t *testing.T) {
 	owner := func(namespace, name, uid string) metav1.Object {
 		return &metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(uid)}
 	}
-	a := hostSecretName(owner("tenant-a", "worker-0", "uid-a"), userDataPurpose)
-	b := hostSecretName(owner("tenant-b", "worker-0", "uid-b"), userDataPurpose)
+	a := hostSecretName(owner("tenant-a", "worker-0", "uid-a"), UserDataPurpose)
+	b := hostSecretName(owner("tenant-b", "worker-0", "uid-b"), UserDataPurpose)
 	if a == b {
 		t.Errorf("two tenants' worker-0 share Secret name %s", a)
 	}
-	if a != hostSecretName(owner("tenant-a", "worker-0", "uid-a"), userDataPurpose) {
+	if a != hostSecretName(owner("tenant-a", "worker-0", "uid-a"), UserDataPurpose) {
 		t.Error("name is not stable")
 	}
-	if hostSecretName(owner("tenant-a", "worker-0", "uid-a"), metaDataPurpose) == a {
+	if hostSecretName(owner("tenant-a", "worker-0", "uid-a"), MetaDataPurpose) == a {
 		t.Error("purposes share a name")
 	}
-	long := hostSecretName(owner("t", string(make([]byte, 300)), "u"), userDataPurpose)
+	long := hostSecretName(owner("t", string(make([]byte, 300)), "u"), UserDataPurpose)
 	if len(long) > 253 {
 		t.Errorf("name of %d characters is too long for a Secret", len(long))
 	}

@@ -1,4 +1,4 @@
-package baremetal
+package hostbinding
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,28 +24,16 @@ const (
 	// sets, so it removes only its own pause, never an operator's.
 	pausedByUs = "metal3.io/capm3"
 
-	// Purposes of the Secrets written next to a host.
-	userDataPurpose    = "user-data"
-	metaDataPurpose    = "metadata"
-	networkDataPurpose = "network-data"
-
 	// maxClaimAttempts bounds how many candidate hosts one reconcile tries
 	// when others win the race for them.
 	maxClaimAttempts = 5
 )
 
-var (
-	// ErrNoAvailableHost: no host is free and matches the machine.
-	ErrNoAvailableHost = errors.New("no available host matches the machine")
-	// ErrHostNotFound: the associated host cannot be found through the
-	// machine's identity. The machine waits; it never takes another host.
-	ErrHostNotFound = errors.New("associated host not found")
-)
-
-// MachineManager does, for one Metal3Machine, everything that involves its
-// host. Hosts are reached only through Access, whatever the identity.
-type MachineManager struct {
-	// Client reads and writes the management cluster.
+// Options say what a binding works for: one Metal3Machine, its Machine and
+// Cluster, the management cluster's client and the host access of the
+// machine's identity.
+type Options struct {
+	// Client reads the machine's own Secrets in the management cluster.
 	Client    client.Client
 	Access    hostaccess.HostAccess
 	Cluster   *clusterv1.Cluster
@@ -51,11 +41,58 @@ type MachineManager struct {
 	M3Machine *infrav1.Metal3Machine
 	// ReuseTemplate is the Metal3MachineTemplate name when it has nodeReuse.
 	ReuseTemplate string
+	// Recorder records Events on the Metal3Machine: claim, lost race,
+	// release. Nil records none.
+	Recorder events.EventRecorder
 }
 
-// Host returns the associated host, nil when the machine has none yet, or
-// ErrHostNotFound when it has one that cannot be found.
-func (m *MachineManager) Host(ctx context.Context) (*bmov1alpha1.BareMetalHost, error) {
+// ForBareMetalHosts is the binding that claims BareMetalHosts directly,
+// through m's identity: the machine's own consumerRef on the host is the
+// claim, written in one update guarded by the host's resourceVersion.
+func ForBareMetalHosts(opts Options) Binding { return &bmhBinding{Options: opts} }
+
+type bmhBinding struct{ Options }
+
+var _ Binding = &bmhBinding{}
+
+// hostView is what the binding tells of bmh.
+func hostView(bmh *bmov1alpha1.BareMetalHost) *Host {
+	view := &Host{
+		Owner: metav1.OwnerReference{
+			APIVersion: bmov1alpha1.GroupVersion.String(), Kind: "BareMetalHost", Name: bmh.Name, UID: bmh.UID,
+		},
+		NamespacedName:      types.NamespacedName{Namespace: bmh.Namespace, Name: bmh.Name},
+		UID:                 bmh.UID,
+		State:               bmh.Status.Provisioning.State,
+		ProvisioningStarted: bmh.Spec.Image != nil || bmh.Spec.CustomDeploy != nil,
+		BareMetalHost:       bmh,
+	}
+	if bmh.Status.OperationalStatus == bmov1alpha1.OperationalStatusError {
+		view.ErrorMessage = bmh.Status.ErrorMessage
+		if view.ErrorMessage == "" {
+			view.ErrorMessage = "the host reports an error"
+		}
+	}
+	return view
+}
+
+func (b *bmhBinding) event(eventType, reason, note string, args ...any) {
+	if b.Recorder != nil {
+		b.Recorder.Eventf(b.M3Machine, nil, eventType, reason, "BindHost", note, args...)
+	}
+}
+
+// Host implements Binding: the host the machine's annotation names, if it
+// still consumes it.
+func (m *bmhBinding) Host(ctx context.Context) (*Host, error) {
+	bmh, err := m.host(ctx)
+	if err != nil || bmh == nil {
+		return nil, err
+	}
+	return hostView(bmh), nil
+}
+
+func (m *bmhBinding) host(ctx context.Context) (*bmov1alpha1.BareMetalHost, error) {
 	ref := m.M3Machine.Annotations[infrav1.HostAnnotation]
 	if ref == "" {
 		return nil, nil
@@ -77,17 +114,17 @@ func (m *MachineManager) Host(ctx context.Context) (*bmov1alpha1.BareMetalHost, 
 	return host, nil
 }
 
-// Associate finds the machine a host: one it already consumes (a claim
+// Bind implements Binding: a host the machine already consumes (a claim
 // whose annotation was not recorded, e.g. after a crash), else the best
 // available one, claimed with a single update guarded by resourceVersion.
-func (m *MachineManager) Associate(ctx context.Context) (*bmov1alpha1.BareMetalHost, error) {
+func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 	hosts := &bmov1alpha1.BareMetalHostList{}
 	if err := m.Access.Client().List(ctx, hosts, client.InNamespace(m.Access.Namespace())); err != nil {
 		return nil, fmt.Errorf("list hosts in namespace %s: %w", m.Access.Namespace(), err)
 	}
 	if host := m.consumedAmong(hosts.Items); host != nil {
 		m.recordAssociation(host)
-		return host, nil
+		return hostView(host), nil
 	}
 	candidates, err := rankHosts(hosts.Items, m.M3Machine, m.failureDomain(), m.ReuseTemplate)
 	if err != nil {
@@ -103,11 +140,13 @@ func (m *MachineManager) Associate(ctx context.Context) (*bmov1alpha1.BareMetalH
 		host, err := m.claim(ctx, candidate)
 		if err == nil {
 			m.recordAssociation(host)
-			return host, nil
+			m.event(corev1.EventTypeNormal, "HostClaimed", "Claimed host %s/%s", host.Namespace, host.Name)
+			return hostView(host), nil
 		}
 		if !errors.Is(err, errLostRace) {
 			return nil, err
 		}
+		m.event(corev1.EventTypeNormal, "HostClaimLost", "Host %s/%s was claimed by someone else first; trying another", candidate.Namespace, candidate.Name)
 	}
 	return nil, ErrNoAvailableHost
 }
@@ -115,7 +154,7 @@ func (m *MachineManager) Associate(ctx context.Context) (*bmov1alpha1.BareMetalH
 var errLostRace = errors.New("host was claimed by someone else")
 
 // consumedAmong returns the host of hosts whose consumerRef is this machine.
-func (m *MachineManager) consumedAmong(hosts []bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
+func (m *bmhBinding) consumedAmong(hosts []bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
 	for i := range hosts {
 		if m.consumes(&hosts[i]) {
 			return &hosts[i]
@@ -127,7 +166,7 @@ func (m *MachineManager) consumedAmong(hosts []bmov1alpha1.BareMetalHost) *bmov1
 // unrecordedHost finds a host claimed by this machine whose association was
 // not recorded on the machine (the claim succeeded, the annotation patch did
 // not happen yet or at all).
-func (m *MachineManager) unrecordedHost(ctx context.Context) (*bmov1alpha1.BareMetalHost, error) {
+func (m *bmhBinding) unrecordedHost(ctx context.Context) (*bmov1alpha1.BareMetalHost, error) {
 	hosts := &bmov1alpha1.BareMetalHostList{}
 	if err := m.Access.Reader().List(ctx, hosts, client.InNamespace(m.Access.Namespace())); err != nil {
 		return nil, fmt.Errorf("list hosts in namespace %s: %w", m.Access.Namespace(), err)
@@ -138,11 +177,11 @@ func (m *MachineManager) unrecordedHost(ctx context.Context) (*bmov1alpha1.BareM
 // claim writes the machine's Secrets next to host, then takes the host in
 // one update (for a machine with a dataTemplate: only takes it). A conflict is settled by reading the host from its API
 // server: it is ours only if its consumerRef says so.
-func (m *MachineManager) claim(ctx context.Context, candidate *bmov1alpha1.BareMetalHost) (*bmov1alpha1.BareMetalHost, error) {
+func (m *bmhBinding) claim(ctx context.Context, candidate *bmov1alpha1.BareMetalHost) (*bmov1alpha1.BareMetalHost, error) {
 	host := candidate.DeepCopy()
 	// A machine with a dataTemplate only takes the host here; it is given
 	// what to provision once its data is rendered (see Provision).
-	if !m.UsesDataTemplate() {
+	if !UsesDataTemplate(m.M3Machine) {
 		refs, err := m.writeHostSecrets(ctx, host)
 		if err != nil {
 			return nil, err
@@ -182,13 +221,13 @@ type hostSecrets struct {
 
 // writeHostSecrets copies user data (the machine's own, else the bootstrap
 // provider's) and any plain metadata/network data Secrets next to host.
-func (m *MachineManager) writeHostSecrets(ctx context.Context, host *bmov1alpha1.BareMetalHost) (hostSecrets, error) {
+func (m *bmhBinding) writeHostSecrets(ctx context.Context, host *bmov1alpha1.BareMetalHost) (hostSecrets, error) {
 	var refs hostSecrets
 	userData, err := m.userData(ctx)
 	if err != nil {
 		return refs, err
 	}
-	if refs.userData, err = ensureHostSecret(ctx, m.Access, host, m.M3Machine, "Metal3Machine", userDataPurpose, userData); err != nil {
+	if refs.userData, err = WriteSecret(ctx, m.Access, hostView(host), m.M3Machine, "Metal3Machine", UserDataPurpose, userData); err != nil {
 		return refs, err
 	}
 	for _, s := range []struct {
@@ -196,8 +235,8 @@ func (m *MachineManager) writeHostSecrets(ctx context.Context, host *bmov1alpha1
 		purpose string
 		out     **corev1.SecretReference
 	}{
-		{m.M3Machine.Spec.MetaData, metaDataPurpose, &refs.metaData},
-		{m.M3Machine.Spec.NetworkData, networkDataPurpose, &refs.networkData},
+		{m.M3Machine.Spec.MetaData, MetaDataPurpose, &refs.metaData},
+		{m.M3Machine.Spec.NetworkData, NetworkDataPurpose, &refs.networkData},
 	} {
 		if s.ref == nil {
 			continue
@@ -206,7 +245,7 @@ func (m *MachineManager) writeHostSecrets(ctx context.Context, host *bmov1alpha1
 		if err != nil {
 			return refs, err
 		}
-		if *s.out, err = ensureHostSecret(ctx, m.Access, host, m.M3Machine, "Metal3Machine", s.purpose, data); err != nil {
+		if *s.out, err = WriteSecret(ctx, m.Access, hostView(host), m.M3Machine, "Metal3Machine", s.purpose, data); err != nil {
 			return refs, err
 		}
 	}
@@ -215,7 +254,7 @@ func (m *MachineManager) writeHostSecrets(ctx context.Context, host *bmov1alpha1
 
 // userData is the data of the machine's userData Secret, else of the
 // bootstrap Secret: "value" and "format", which the Bare Metal Operator reads.
-func (m *MachineManager) userData(ctx context.Context) (map[string][]byte, error) {
+func (m *bmhBinding) userData(ctx context.Context) (map[string][]byte, error) {
 	name := ""
 	switch {
 	case m.M3Machine.Spec.UserData != nil:
@@ -230,7 +269,7 @@ func (m *MachineManager) userData(ctx context.Context) (map[string][]byte, error
 
 // localSecretData reads a Secret of the machine's namespace: a machine
 // never reads another namespace's Secrets.
-func (m *MachineManager) localSecretData(ctx context.Context, name string) (map[string][]byte, error) {
+func (m *bmhBinding) localSecretData(ctx context.Context, name string) (map[string][]byte, error) {
 	secret := &corev1.Secret{}
 	if err := m.Client.Get(ctx, types.NamespacedName{Namespace: m.M3Machine.Namespace, Name: name}, secret); err != nil {
 		return nil, fmt.Errorf("read Secret %s/%s: %w", m.M3Machine.Namespace, name, err)
@@ -240,7 +279,7 @@ func (m *MachineManager) localSecretData(ctx context.Context, name string) (map[
 
 // setProvisioningSpec asks the host for the machine's image or custom
 // deploy and points it at the Secrets next to it.
-func (m *MachineManager) setProvisioningSpec(host *bmov1alpha1.BareMetalHost, refs hostSecrets) {
+func (m *bmhBinding) setProvisioningSpec(host *bmov1alpha1.BareMetalHost, refs hostSecrets) {
 	spec := m.M3Machine.Spec
 	host.Spec.Online = true
 	if !spec.Image.IsZero() {
@@ -265,7 +304,7 @@ func (m *MachineManager) setProvisioningSpec(host *bmov1alpha1.BareMetalHost, re
 	}
 }
 
-func (m *MachineManager) recordAssociation(host *bmov1alpha1.BareMetalHost) {
+func (m *bmhBinding) recordAssociation(host *bmov1alpha1.BareMetalHost) {
 	if m.M3Machine.Annotations == nil {
 		m.M3Machine.Annotations = map[string]string{}
 	}
@@ -277,23 +316,22 @@ func (m *MachineManager) recordAssociation(host *bmov1alpha1.BareMetalHost) {
 
 // consumes reports whether host's consumerRef is this machine. The UID
 // distinguishes a machine from an earlier one of the same name.
-func (m *MachineManager) consumes(host *bmov1alpha1.BareMetalHost) bool {
+func (m *bmhBinding) consumes(host *bmov1alpha1.BareMetalHost) bool {
 	ref := host.Spec.ConsumerRef
 	return ref != nil && ref.Kind == "Metal3Machine" && ref.Name == m.M3Machine.Name &&
 		ref.Namespace == m.M3Machine.Namespace && (ref.UID == "" || ref.UID == m.M3Machine.UID)
 }
 
-func (m *MachineManager) failureDomain() string {
+func (m *bmhBinding) failureDomain() string {
 	if m.Machine.Spec.FailureDomain != "" {
 		return m.Machine.Spec.FailureDomain
 	}
 	return m.M3Machine.Spec.FailureDomain
 }
 
-// SyncHost keeps the claimed host in line with the machine (cleaning mode,
-// no pause of ours) and reports whether it is provisioned; on success it
-// sets the provider ID, addresses and failure domain.
-func (m *MachineManager) SyncHost(ctx context.Context, host *bmov1alpha1.BareMetalHost) (bool, error) {
+// Sync implements Binding.
+func (m *bmhBinding) Sync(ctx context.Context, view *Host) (bool, error) {
+	host := view.BareMetalHost
 	updated := host.DeepCopy()
 	if mode := m.M3Machine.Spec.AutomatedCleaningMode; mode != nil {
 		updated.Spec.AutomatedCleaningMode = bmov1alpha1.AutomatedCleaningMode(*mode)
@@ -339,10 +377,10 @@ func hostAddresses(host *bmov1alpha1.BareMetalHost) []clusterv1.MachineAddress {
 	return addresses
 }
 
-// Pause sets (or, unpaused, removes) the provider's pause annotation on the
-// host, so the Bare Metal Operator leaves a paused cluster's hosts alone. A
-// pause set by someone else is never removed.
-func (m *MachineManager) Pause(ctx context.Context, host *bmov1alpha1.BareMetalHost, paused bool) error {
+// Pause implements Binding with the Bare Metal Operator's pause annotation,
+// so BMO leaves a paused cluster's hosts alone.
+func (m *bmhBinding) Pause(ctx context.Context, view *Host, paused bool) error {
+	host := view.BareMetalHost
 	updated := host.DeepCopy()
 	current, has := host.Annotations[bmov1alpha1.PausedAnnotation]
 	switch {
@@ -361,7 +399,7 @@ func (m *MachineManager) Pause(ctx context.Context, host *bmov1alpha1.BareMetalH
 
 // patchHost sends the difference between host and updated, guarded by the
 // resourceVersion so a concurrent change is never overwritten.
-func (m *MachineManager) patchHost(ctx context.Context, host, updated *bmov1alpha1.BareMetalHost) error {
+func (m *bmhBinding) patchHost(ctx context.Context, host, updated *bmov1alpha1.BareMetalHost) error {
 	if diff, err := client.MergeFrom(host).Data(updated); err != nil {
 		return err
 	} else if string(diff) == "{}" {
@@ -374,10 +412,9 @@ func (m *MachineManager) patchHost(ctx context.Context, host, updated *bmov1alph
 	return nil
 }
 
-// Release deprovisions and frees the machine's host. It returns true once
-// the host is free (or gone, or someone else's) and the machine may go.
-func (m *MachineManager) Release(ctx context.Context) (bool, error) {
-	host, err := m.Host(ctx)
+// Release implements Binding.
+func (m *bmhBinding) Release(ctx context.Context) (bool, error) {
+	host, err := m.host(ctx)
 	switch {
 	case errors.Is(err, ErrHostNotFound):
 		return true, nil
@@ -423,15 +460,16 @@ func (m *MachineManager) Release(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	m.deleteHostSecrets(ctx, host.Namespace)
+	m.event(corev1.EventTypeNormal, "HostReleased", "Released host %s/%s", host.Namespace, host.Name)
 	return true, nil
 }
 
 // deleteHostSecrets removes every Secret this machine may have written in
 // namespace. Errors are left for the next attempt: the Secrets are also
 // owned by the host, so they cannot outlive it.
-func (m *MachineManager) deleteHostSecrets(ctx context.Context, namespace string) {
-	for _, purpose := range []string{userDataPurpose, metaDataPurpose, networkDataPurpose} {
-		_ = deleteHostSecret(ctx, m.Access, namespace, m.M3Machine, purpose)
+func (m *bmhBinding) deleteHostSecrets(ctx context.Context, namespace string) {
+	for _, purpose := range []string{UserDataPurpose, MetaDataPurpose, NetworkDataPurpose} {
+		_ = DeleteSecret(ctx, m.Access, namespace, m.M3Machine, purpose)
 	}
 }
 
@@ -440,4 +478,36 @@ func consumerString(host *bmov1alpha1.BareMetalHost) string {
 		return fmt.Sprintf("%s %s/%s", ref.Kind, ref.Namespace, ref.Name)
 	}
 	return "nobody"
+}
+
+// UsesDataTemplate reports whether m3m's metadata and network data are
+// rendered from a Metal3DataTemplate, which makes binding a two-step affair.
+func UsesDataTemplate(m3m *infrav1.Metal3Machine) bool {
+	return m3m.Spec.DataTemplate != nil && m3m.Spec.DataTemplate.Name != ""
+}
+
+// Provision implements Binding: it writes the user data next to the host
+// and gives the host its image and Secrets in one update guarded by the
+// resourceVersion.
+func (m *bmhBinding) Provision(ctx context.Context, view *Host, rendered RenderedSecrets) error {
+	host := view.BareMetalHost
+	refs, err := m.writeHostSecrets(ctx, host)
+	if err != nil {
+		return err
+	}
+	if rendered.MetaData != nil {
+		refs.metaData = rendered.MetaData
+	}
+	if rendered.NetworkData != nil {
+		refs.networkData = rendered.NetworkData
+	}
+	updated := host.DeepCopy()
+	m.setProvisioningSpec(updated, refs)
+	if err := m.patchHost(ctx, host, updated); err != nil {
+		return err
+	}
+	*host = *updated
+	*view = *hostView(host)
+	m.recordAssociation(host)
+	return nil
 }

@@ -1,4 +1,4 @@
-package baremetal
+package hostbinding
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package baremetal
+package hostbinding
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 
-	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+)
+
+// Purposes of the Secrets written next to a host: they end the Secret's name.
+const (
+	UserDataPurpose    = "user-data"
+	MetaDataPurpose    = "metadata"
+	NetworkDataPurpose = "network-data"
 )
 
 const (
@@ -45,9 +51,11 @@ func hostSecretName(owner metav1.Object, purpose string) string {
 	return fmt.Sprintf("%s-%s-%s", name, purpose, hex.EncodeToString(sum[:])[:10])
 }
 
-// ensureHostSecret writes data to the Secret for owner and purpose next to
-// host, owned by the host (so it goes with it) and labelled with the owner.
-func ensureHostSecret(ctx context.Context, access hostaccess.HostAccess, host *bmov1alpha1.BareMetalHost,
+// WriteSecret writes data to the Secret for owner and purpose next to host,
+// owned by the object the host is bound through (so it goes with it) and
+// labelled with owner. A Secret of that name written for someone else is
+// never overwritten (ErrSecretOwnedByOther).
+func WriteSecret(ctx context.Context, access hostaccess.HostAccess, host *Host,
 	owner metav1.Object, ownerKind, purpose string, data map[string][]byte,
 ) (*corev1.SecretReference, error) {
 	name := types.NamespacedName{Namespace: host.Namespace, Name: hostSecretName(owner, purpose)}
@@ -58,11 +66,9 @@ func ensureHostSecret(ctx context.Context, access hostaccess.HostAccess, host *b
 		secret = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: name.Namespace, Name: name.Name,
-				Labels:      map[string]string{OwnerUIDLabel: string(owner.GetUID())},
-				Annotations: map[string]string{OwnerAnnotation: fmt.Sprintf("%s %s/%s", ownerKind, owner.GetNamespace(), owner.GetName())},
-				OwnerReferences: []metav1.OwnerReference{{
-					APIVersion: bmov1alpha1.GroupVersion.String(), Kind: "BareMetalHost", Name: host.Name, UID: host.UID,
-				}},
+				Labels:          map[string]string{OwnerUIDLabel: string(owner.GetUID())},
+				Annotations:     map[string]string{OwnerAnnotation: fmt.Sprintf("%s %s/%s", ownerKind, owner.GetNamespace(), owner.GetName())},
+				OwnerReferences: []metav1.OwnerReference{host.Owner},
 			},
 			Type: corev1.SecretTypeOpaque,
 			Data: data,
@@ -85,9 +91,9 @@ func ensureHostSecret(ctx context.Context, access hostaccess.HostAccess, host *b
 	return &corev1.SecretReference{Namespace: name.Namespace, Name: name.Name}, nil
 }
 
-// deleteHostSecret deletes the Secret for owner and purpose in namespace, if
-// it is owner's; a Secret of someone else's under that name is left alone.
-func deleteHostSecret(ctx context.Context, access hostaccess.HostAccess, namespace string, owner metav1.Object, purpose string) error {
+// DeleteSecret deletes the Secret for owner and purpose in namespace, if it
+// is owner's; a Secret of someone else's under that name is left alone.
+func DeleteSecret(ctx context.Context, access hostaccess.HostAccess, namespace string, owner metav1.Object, purpose string) error {
 	name := types.NamespacedName{Namespace: namespace, Name: hostSecretName(owner, purpose)}
 	secret := &corev1.Secret{}
 	if err := access.Client().Get(ctx, name, secret); err != nil {
