@@ -7,10 +7,12 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -134,7 +136,7 @@ func (m *DataTemplateManager) AllocateIndexes(ctx context.Context) (int, error) 
 			data = created
 		}
 		indexes[claim.Name] = data.Spec.Index
-		if err := m.setRenderedData(ctx, claim, data); err != nil {
+		if err := m.reportToClaim(ctx, claim, data); err != nil {
 			return 0, err
 		}
 	}
@@ -217,20 +219,49 @@ func (m *DataTemplateManager) ensureClaimFinalizer(ctx context.Context, claim *i
 	return nil
 }
 
-func (m *DataTemplateManager) setRenderedData(ctx context.Context, claim *infrav1.Metal3DataClaim, data *infrav1.Metal3Data) error {
-	ref := &corev1.ObjectReference{
+// reportToClaim records on claim its Metal3Data and that data's progress
+// (errorMessage, and the DataReady and Ready conditions), which the claim's
+// Metal3Machine reads. The claim's status has this one writer.
+func (m *DataTemplateManager) reportToClaim(ctx context.Context, claim *infrav1.Metal3DataClaim, data *infrav1.Metal3Data) error {
+	updated := claim.DeepCopy()
+	updated.Status.RenderedData = &corev1.ObjectReference{
 		APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Data",
 		Namespace: data.Namespace, Name: data.Name, UID: data.UID,
 	}
-	if current := claim.Status.RenderedData; current != nil && current.Name == ref.Name && current.UID == ref.UID {
+	updated.Status.ErrorMessage = data.Status.ErrorMessage
+	setClaimConditions(updated, data)
+	if equality.Semantic.DeepEqual(claim.Status, updated.Status) {
 		return nil
 	}
-	patch := client.MergeFrom(claim.DeepCopy())
-	claim.Status.RenderedData = ref
-	if err := m.Client.Status().Patch(ctx, claim, patch); err != nil {
-		return fmt.Errorf("record Metal3Data %s on claim %s: %w", data.Name, claim.Name, err)
+	if err := m.Client.Status().Patch(ctx, updated, client.MergeFrom(claim)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("report Metal3Data %s on claim %s: %w", data.Name, claim.Name, err)
 	}
+	*claim = *updated
 	return nil
+}
+
+// setClaimConditions mirrors data's SecretsRendered condition onto claim.
+func setClaimConditions(claim *infrav1.Metal3DataClaim, data *infrav1.Metal3Data) {
+	set := func(condType string, status metav1.ConditionStatus, reason, message string) {
+		conditions.Set(claim, metav1.Condition{Type: condType, Status: status, Reason: reason, Message: message})
+	}
+	rendered := conditions.Get(data, infrav1.Metal3DataSecretsRenderedCondition)
+	if rendered != nil && rendered.Status == metav1.ConditionTrue {
+		set(infrav1.Metal3DataClaimDataReadyCondition, metav1.ConditionTrue, infrav1.Metal3DataClaimDataReadyReason,
+			fmt.Sprintf("Metal3Data %s: %s", data.Name, rendered.Message))
+		set(infrav1.ReadyCondition, metav1.ConditionTrue, infrav1.ReadyReason, "")
+		return
+	}
+	reason, message := infrav1.Metal3DataClaimWaitingForDataReason, "not rendered yet"
+	if rendered != nil {
+		message = rendered.Message
+	}
+	if data.Status.ErrorMessage != nil {
+		reason = infrav1.Metal3DataClaimDataFailedReason
+	}
+	message = fmt.Sprintf("Metal3Data %s: %s", data.Name, message)
+	set(infrav1.Metal3DataClaimDataReadyCondition, metav1.ConditionFalse, reason, message)
+	set(infrav1.ReadyCondition, metav1.ConditionFalse, reason, message)
 }
 
 // DataRemaining counts the Metal3Data rendered from the template: while any

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +15,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,7 +47,6 @@ type Metal3DataReconciler struct {
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datas,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datas/status;metal3datas/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims,verbs=get;list;watch
-// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datatemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipclaims,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipaddresses,verbs=get;list;watch
@@ -161,11 +158,9 @@ func (r *Metal3DataReconciler) reconcileNormal(ctx context.Context, data *infrav
 	if controllerutil.AddFinalizer(data, infrav1.DataFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	result, err := r.render(ctx, data, dm)
-	if err != nil {
-		return result, err
-	}
-	return result, r.reportToClaim(ctx, dm.claim, data)
+	// The data's progress reaches its claim through the Metal3DataTemplate
+	// controller, the one writer of claims' status, which watches it.
+	return r.render(ctx, data, dm)
 }
 
 // render claims the data's addresses, renders it and writes its Secrets
@@ -333,39 +328,6 @@ func (r *Metal3DataReconciler) identityFailure(data *infrav1.Metal3Data, id iden
 	}
 	setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, reason, err.Error())
 	return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(id.Key)}
-}
-
-// reportToClaim mirrors the data's progress onto its claim, which the
-// claim's Metal3Machine and its users read: errorMessage and the DataReady
-// and Ready conditions.
-func (r *Metal3DataReconciler) reportToClaim(ctx context.Context, claim *infrav1.Metal3DataClaim, data *infrav1.Metal3Data) error {
-	updated := claim.DeepCopy()
-	updated.Status.ErrorMessage = data.Status.ErrorMessage
-	rendered := conditions.Get(data, infrav1.Metal3DataSecretsRenderedCondition)
-	switch {
-	case rendered != nil && rendered.Status == metav1.ConditionTrue:
-		setCondition(updated, infrav1.Metal3DataClaimDataReadyCondition, metav1.ConditionTrue, infrav1.Metal3DataClaimDataReadyReason,
-			fmt.Sprintf("Metal3Data %s: %s", data.Name, rendered.Message))
-		setCondition(updated, infrav1.ReadyCondition, metav1.ConditionTrue, infrav1.ReadyReason, "")
-	default:
-		reason, message := infrav1.Metal3DataClaimWaitingForDataReason, "not rendered yet"
-		if rendered != nil {
-			message = rendered.Message
-		}
-		if data.Status.ErrorMessage != nil {
-			reason = infrav1.Metal3DataClaimDataFailedReason
-		}
-		message = fmt.Sprintf("Metal3Data %s: %s", data.Name, message)
-		setCondition(updated, infrav1.Metal3DataClaimDataReadyCondition, metav1.ConditionFalse, reason, message)
-		setCondition(updated, infrav1.ReadyCondition, metav1.ConditionFalse, reason, message)
-	}
-	if equality.Semantic.DeepEqual(claim.Status, updated.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(claim)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("report on Metal3DataClaim %s/%s: %w", claim.Namespace, claim.Name, err)
-	}
-	return nil
 }
 
 // setDataReady mirrors SecretsRendered into Ready.

@@ -76,9 +76,9 @@ func hostView(bmh *bmov1alpha1.BareMetalHost) *Host {
 	return view
 }
 
-func (b *bmhBinding) event(eventType, reason, note string, args ...any) {
-	if b.Recorder != nil {
-		b.Recorder.Eventf(b.M3Machine, nil, eventType, reason, "BindHost", note, args...)
+func (m *bmhBinding) event(eventType, reason, note string, args ...any) {
+	if m.Recorder != nil {
+		m.Recorder.Eventf(m.M3Machine, nil, eventType, reason, "BindHost", note, args...)
 	}
 }
 

@@ -1,0 +1,266 @@
+package hostbinding
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	fakeaccess "github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess/fake"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+)
+
+const poolNamespace = "pool"
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, bmov1alpha1.AddToScheme, infrav1.AddToScheme, clusterv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return scheme
+}
+
+func availableHost(name string) *bmov1alpha1.BareMetalHost {
+	return &bmov1alpha1.BareMetalHost{
+		ObjectMeta: metav1.ObjectMeta{Namespace: poolNamespace, Name: name, UID: k8stypes.UID("uid-" + name)},
+		Status: bmov1alpha1.BareMetalHostStatus{
+			Provisioning:      bmov1alpha1.ProvisionStatus{State: bmov1alpha1.StateAvailable},
+			OperationalStatus: bmov1alpha1.OperationalStatusOK,
+		},
+	}
+}
+
+// bindingFixture is one machine of tenant-a and a pool whose client the
+// test intercepts: the management cluster holds the bootstrap data.
+type bindingFixture struct {
+	pool    client.Client
+	binding Binding
+	m3m     *infrav1.Metal3Machine
+}
+
+func newBindingFixture(t *testing.T, funcs interceptor.Funcs, hosts ...client.Object) *bindingFixture {
+	t.Helper()
+	scheme := testScheme(t)
+	m3m := &infrav1.Metal3Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0", UID: "uid-worker-0"},
+		Spec:       infrav1.Metal3MachineSpec{Image: infrav1.Image{URL: "http://images/node.qcow2", Checksum: "abc"}},
+	}
+	machine := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0"},
+		Spec:       clusterv1.MachineSpec{Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("worker-0-bootstrap")}},
+	}
+	mgmt := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0-bootstrap"},
+		Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
+	}).Build()
+	pool := fake.NewClientBuilder().WithScheme(scheme).WithObjects(hosts...).WithInterceptorFuncs(funcs).Build()
+	access := &fakeaccess.HostAccess{IdentityKey: identity.InCluster, HostNamespace: poolNamespace, HostClient: pool}
+	return &bindingFixture{
+		pool: pool,
+		m3m:  m3m,
+		binding: ForBareMetalHosts(Options{
+			Client: mgmt, Access: access, Cluster: &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c"}},
+			Machine: machine, M3Machine: m3m,
+		}),
+	}
+}
+
+func (f *bindingFixture) host(t *testing.T, name string) *bmov1alpha1.BareMetalHost {
+	t.Helper()
+	host := &bmov1alpha1.BareMetalHost{}
+	if err := f.pool.Get(context.Background(), client.ObjectKey{Namespace: poolNamespace, Name: name}, host); err != nil {
+		t.Fatal(err)
+	}
+	return host
+}
+
+// claimedBy is the consumerRef of a machine of another tenant.
+func claimedBy(host *bmov1alpha1.BareMetalHost, namespace, name string) *bmov1alpha1.BareMetalHost {
+	host.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "Metal3Machine", Namespace: namespace, Name: name, UID: "uid-other"}
+	return host
+}
+
+var errConflict = apierrors.NewConflict(schema.GroupResource{Group: "metal3.io", Resource: "baremetalhosts"}, "host", errors.New("the object has been modified"))
+
+// TestBind covers the claim: the machine's own consumerRef written in one
+// guarded update, a lost race settled by reading the host live, and a claim
+// whose update failed but landed.
+func TestBind(t *testing.T) {
+	tests := []struct {
+		name string
+		// racing makes the first update of each host conflict; liveOwner,
+		// when set, is who the live read then shows as the consumer.
+		racing    bool
+		liveOwner string
+		hosts     []client.Object
+		wantHost  string
+		wantErr   error
+	}{
+		{name: "claims an available host", hosts: []client.Object{availableHost("host-0")}, wantHost: "host-0"},
+		{name: "no available host", hosts: []client.Object{claimedBy(availableHost("host-0"), "tenant-b", "worker-0")}, wantErr: ErrNoAvailableHost},
+		{
+			name: "a lost race moves on to the next host", racing: true, liveOwner: "tenant-b",
+			hosts: []client.Object{availableHost("host-0"), availableHost("host-1")}, wantErr: ErrNoAvailableHost,
+		},
+		{
+			name: "a conflict whose update landed is a claim", racing: true, liveOwner: "tenant-a",
+			hosts: []client.Object{availableHost("host-0")}, wantHost: "host-0",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			var funcs interceptor.Funcs
+			if tt.racing {
+				funcs.Update = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					host, ok := obj.(*bmov1alpha1.BareMetalHost)
+					if !ok {
+						return c.Update(ctx, obj, opts...)
+					}
+					// Someone else wins (or our write lands) before our
+					// update returns a conflict.
+					live := host.DeepCopy()
+					if tt.liveOwner == "tenant-a" {
+						return errors.Join(c.Update(ctx, live, opts...), errConflict)
+					}
+					claimedBy(live, tt.liveOwner, "worker-0")
+					if err := c.Update(ctx, live, opts...); err != nil {
+						return err
+					}
+					return errConflict
+				}
+			}
+			f := newBindingFixture(t, funcs, tt.hosts...)
+			host, err := f.binding.Bind(ctx)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("Bind = %v, want %v", err, tt.wantErr)
+				}
+				secrets := &corev1.SecretList{}
+				if err := f.pool.List(ctx, secrets); err != nil {
+					t.Fatal(err)
+				}
+				if len(secrets.Items) != 0 {
+					t.Errorf("a failed claim leaves %d Secrets next to the hosts", len(secrets.Items))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Bind: %v", err)
+			}
+			if host.Name != tt.wantHost || f.m3m.Annotations[infrav1.HostAnnotation] != poolNamespace+"/"+tt.wantHost {
+				t.Fatalf("bound %s, annotation %q; want %s", host, f.m3m.Annotations[infrav1.HostAnnotation], tt.wantHost)
+			}
+			claimed := f.host(t, tt.wantHost)
+			ref := claimed.Spec.ConsumerRef
+			if ref == nil || ref.Namespace != "tenant-a" || ref.Name != "worker-0" {
+				t.Fatalf("host consumerRef %+v, want tenant-a/worker-0", ref)
+			}
+			if claimed.Spec.UserData == nil {
+				t.Fatal("a machine without data template is given its user data in the claim")
+			}
+			secret := &corev1.Secret{}
+			if err := f.pool.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: claimed.Spec.UserData.Name}, secret); err != nil {
+				t.Fatalf("user data next to the host: %v", err)
+			}
+			if secret.Labels[OwnerUIDLabel] != string(f.m3m.UID) {
+				t.Errorf("user data labelled %v, want the machine's UID", secret.Labels)
+			}
+		})
+	}
+}
+
+// TestHostAndRelease: a machine finds its host by its annotation only while
+// the host still names it; releasing deprovisions first, then frees the
+// host and deletes the machine's Secrets, and never touches a host someone
+// else consumes now.
+func TestHostAndRelease(t *testing.T) {
+	ctx := context.Background()
+	f := newBindingFixture(t, interceptor.Funcs{}, availableHost("host-0"))
+	if _, err := f.binding.Bind(ctx); err != nil {
+		t.Fatal(err)
+	}
+	host, err := f.binding.Host(ctx)
+	if err != nil || host == nil || host.Name != "host-0" {
+		t.Fatalf("Host = %v, %v; want host-0", host, err)
+	}
+
+	bmh := f.host(t, "host-0")
+	bmh.Status.Provisioning.State = bmov1alpha1.StateProvisioned
+	if err := f.pool.Update(ctx, bmh); err != nil {
+		t.Fatal(err)
+	}
+	done, err := f.binding.Release(ctx)
+	if err != nil || done {
+		t.Fatalf("Release of a provisioned host = %v, %v; want deprovisioning first", done, err)
+	}
+	if bmh = f.host(t, "host-0"); bmh.Spec.Image != nil || bmh.Spec.UserData != nil || bmh.Spec.ConsumerRef == nil {
+		t.Fatalf("deprovisioning clears the image and user data and keeps the claim: %+v", bmh.Spec)
+	}
+
+	bmh.Status.Provisioning.State = bmov1alpha1.StateAvailable
+	if err := f.pool.Update(ctx, bmh); err != nil {
+		t.Fatal(err)
+	}
+	if done, err = f.binding.Release(ctx); err != nil || !done {
+		t.Fatalf("Release of a deprovisioned host = %v, %v; want released", done, err)
+	}
+	if bmh = f.host(t, "host-0"); bmh.Spec.ConsumerRef != nil || bmh.Spec.Online {
+		t.Fatalf("released host still claimed or online: %+v", bmh.Spec)
+	}
+	secrets := &corev1.SecretList{}
+	if err := f.pool.List(ctx, secrets); err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets.Items) != 0 {
+		t.Errorf("%d Secrets of the machine left next to the host", len(secrets.Items))
+	}
+
+	// Someone else takes the host: the machine does not see it as its own.
+	claimedBy(bmh, "tenant-b", "worker-0")
+	if err := f.pool.Update(ctx, bmh); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.binding.Host(ctx); !errors.Is(err, ErrHostNotFound) {
+		t.Fatalf("Host of a host consumed by another machine = %v, want ErrHostNotFound", err)
+	}
+	if done, err := f.binding.Release(ctx); err != nil || !done {
+		t.Fatalf("Release = %v, %v; want done without touching someone else's host", done, err)
+	}
+	if f.host(t, "host-0").Spec.ConsumerRef.Namespace != "tenant-b" {
+		t.Fatal("releasing touched another machine's host")
+	}
+}
+
+// TestReleaseFindsUnrecordedClaim: a claim whose annotation was never
+// recorded (a crash between the two writes) is found and released.
+func TestReleaseFindsUnrecordedClaim(t *testing.T) {
+	ctx := context.Background()
+	host := availableHost("host-0")
+	host.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "Metal3Machine", Namespace: "tenant-a", Name: "worker-0", UID: "uid-worker-0"}
+	f := newBindingFixture(t, interceptor.Funcs{}, host)
+	done, err := f.binding.Release(ctx)
+	if err != nil || !done {
+		t.Fatalf("Release = %v, %v", done, err)
+	}
+	if f.host(t, "host-0").Spec.ConsumerRef != nil {
+		t.Fatal("the unrecorded claim is not released")
+	}
+}
