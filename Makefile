@@ -123,13 +123,17 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into c
 		webhook output:webhook:dir=./config/webhook
 
 .PHONY: verify
-verify: check-tracked-files ## Fail if generated code or manifests are stale, go mod tidy would change go.mod, or a build output is tracked.
+verify: check-tracked-files check-license-headers ## Fail if generated code or manifests are stale, go mod tidy would change go.mod, a build output is tracked or a licence header is missing.
 	go mod tidy -diff
 	$(MAKE) generate manifests
 	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
 		git status --porcelain -- api config; git diff -- api config | head -100; \
 		echo "generated files are stale: run 'make generate manifests' and commit the result"; exit 1; \
 	fi
+
+.PHONY: check-license-headers
+check-license-headers: ## Fail if a Go file or script lacks the licence header (add it with: bash hack/check-license-headers.sh --fix).
+	bash hack/check-license-headers.sh
 
 .PHONY: check-tracked-files
 check-tracked-files: ## Fail if git tracks an executable binary or a file over 1 MiB.

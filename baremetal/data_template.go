@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package baremetal
 
 import (
@@ -17,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/readiness"
 )
 
 // DataTemplateManager allocates the indexes of one Metal3DataTemplate: each
@@ -229,7 +246,9 @@ func (m *DataTemplateManager) reportToClaim(ctx context.Context, claim *infrav1.
 		Namespace: data.Namespace, Name: data.Name, UID: data.UID,
 	}
 	updated.Status.ErrorMessage = data.Status.ErrorMessage
-	setClaimConditions(updated, data)
+	if err := setClaimConditions(updated, data); err != nil {
+		return err
+	}
 	if equality.Semantic.DeepEqual(claim.Status, updated.Status) {
 		return nil
 	}
@@ -240,28 +259,32 @@ func (m *DataTemplateManager) reportToClaim(ctx context.Context, claim *infrav1.
 	return nil
 }
 
-// setClaimConditions mirrors data's SecretsRendered condition onto claim.
-func setClaimConditions(claim *infrav1.Metal3DataClaim, data *infrav1.Metal3Data) {
-	set := func(condType string, status metav1.ConditionStatus, reason, message string) {
-		conditions.Set(claim, metav1.Condition{Type: condType, Status: status, Reason: reason, Message: message})
-	}
+// setClaimConditions mirrors data's SecretsRendered condition onto claim as
+// DataReady, which sums up into the claim's Ready.
+func setClaimConditions(claim *infrav1.Metal3DataClaim, data *infrav1.Metal3Data) error {
 	rendered := conditions.Get(data, infrav1.Metal3DataSecretsRenderedCondition)
-	if rendered != nil && rendered.Status == metav1.ConditionTrue {
-		set(infrav1.Metal3DataClaimDataReadyCondition, metav1.ConditionTrue, infrav1.Metal3DataClaimDataReadyReason,
-			fmt.Sprintf("Metal3Data %s: %s", data.Name, rendered.Message))
-		set(infrav1.ReadyCondition, metav1.ConditionTrue, infrav1.ReadyReason, "")
-		return
+	dataReady := metav1.Condition{Type: infrav1.Metal3DataClaimDataReadyCondition, ObservedGeneration: claim.Generation}
+	switch {
+	case rendered != nil && rendered.Status == metav1.ConditionTrue:
+		dataReady.Status, dataReady.Reason = metav1.ConditionTrue, infrav1.Metal3DataClaimDataReadyReason
+		dataReady.Message = fmt.Sprintf("Metal3Data %s: %s", data.Name, rendered.Message)
+	default:
+		dataReady.Status, dataReady.Reason = metav1.ConditionFalse, infrav1.Metal3DataClaimWaitingForDataReason
+		message := "not rendered yet"
+		if rendered != nil {
+			message = rendered.Message
+		}
+		if data.Status.ErrorMessage != nil {
+			dataReady.Reason = infrav1.Metal3DataClaimDataFailedReason
+		}
+		dataReady.Message = fmt.Sprintf("Metal3Data %s: %s", data.Name, message)
 	}
-	reason, message := infrav1.Metal3DataClaimWaitingForDataReason, "not rendered yet"
-	if rendered != nil {
-		message = rendered.Message
-	}
-	if data.Status.ErrorMessage != nil {
-		reason = infrav1.Metal3DataClaimDataFailedReason
-	}
-	message = fmt.Sprintf("Metal3Data %s: %s", data.Name, message)
-	set(infrav1.Metal3DataClaimDataReadyCondition, metav1.ConditionFalse, reason, message)
-	set(infrav1.ReadyCondition, metav1.ConditionFalse, reason, message)
+	conditions.Set(claim, dataReady)
+	claim.Status.ObservedGeneration = claim.Generation
+	return readiness.Set(claim, readiness.Summary{
+		Conditions: []string{infrav1.Metal3DataClaimDataReadyCondition},
+		Deleting:   !claim.DeletionTimestamp.IsZero(),
+	})
 }
 
 // DataRemaining counts the Metal3Data rendered from the template: while any

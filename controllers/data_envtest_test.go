@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -108,26 +124,27 @@ func giveHostNICs(t *testing.T, c client.Client, host *bmov1alpha1.BareMetalHost
 // the host is not given anything to provision.
 func TestDataRenderedNextToHost(t *testing.T) {
 	g := NewWithT(t)
+	nsTenantA, nsPoolA := testNamespace(t, "tenant-a"), testNamespace(t, "pool-a")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := ipamManagementCluster(t, scheme)
-	pool := poolCluster(t, scheme)
+	pool := poolCluster(t, scheme, 0)
 	startControllers(t, mgmt, scheme)
 
-	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
-	pool.GrantInNamespace(t, "pool-a", "tenant-a", testenv.HostProviderRules()...)
+	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
+	pool.GrantInNamespace(t, nsPoolA, nsTenantA, testenv.HostProviderRules()...)
 	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1ObjectMeta("tenant-a", "pool-a-kubeconfig"),
-		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, "tenant-a", "pool-a", "pool-a")},
+		ObjectMeta: metav1ObjectMeta(nsTenantA, "pool-a-kubeconfig"),
+		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, nsTenantA, nsPoolA, nsPoolA)},
 	})).To(Succeed())
-	availableHosts(t, pool.Client, "pool-a", "host", 3)
-	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-a-kubeconfig"}}
+	availableHosts(t, pool.Client, nsPoolA, "host", 3)
+	cluster := workloadCluster{namespace: nsTenantA, name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-a-kubeconfig"}}
 	cluster.create(t, mgmt.Client)
-	createIPPool(t, mgmt.Client, "tenant-a", capiPool, "192.168.111.50", "192.168.111.60", "192.168.111.1")
+	createIPPool(t, mgmt.Client, nsTenantA, capiPool, "192.168.111.50", "192.168.111.60", "192.168.111.1")
 	// A Metal3 pool whose only address is reserved for someone else.
 	reserved, tiny := ipamv1.IPAddressStr("192.168.111.70"), ipamv1.IPAddressStr("192.168.111.70")
 	g.Expect(mgmt.Client.Create(ctx, &ipamv1.IPPool{
-		ObjectMeta: metav1ObjectMeta("tenant-a", "tiny"),
+		ObjectMeta: metav1ObjectMeta(nsTenantA, "tiny"),
 		Spec: ipamv1.IPPoolSpec{
 			NamePrefix: "tiny", Prefix: 24, Pools: []ipamv1.Pool{{Start: &tiny, End: &tiny}},
 			PreAllocations: map[string]ipamv1.IPAddressStr{"someone-else": reserved},
@@ -137,9 +154,9 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	hostOf := func(m3m *infrav1.Metal3Machine) *bmov1alpha1.BareMetalHost {
 		var host bmov1alpha1.BareMetalHost
 		g.Eventually(func(g Gomega) {
-			hosts := consumedHosts(g, pool.Client, "pool-a")
-			g.Expect(hosts).To(HaveKey("tenant-a/" + m3m.Name))
-			host = hosts["tenant-a/"+m3m.Name]
+			hosts := consumedHosts(g, pool.Client, nsPoolA)
+			g.Expect(hosts).To(HaveKey(nsTenantA + "/" + m3m.Name))
+			host = hosts[nsTenantA+"/"+m3m.Name]
 		}).WithTimeout(30*time.Second).Should(Succeed(), "the machine claims a host")
 		giveHostNICs(t, pool.Client, &host)
 		return &host
@@ -149,7 +166,7 @@ func TestDataRenderedNextToHost(t *testing.T) {
 		data := &infrav1.Metal3Data{}
 		g.Eventually(func(g Gomega) {
 			datas := &infrav1.Metal3DataList{}
-			g.Expect(mgmt.Client.List(ctx, datas, client.InNamespace("tenant-a"))).To(Succeed())
+			g.Expect(mgmt.Client.List(ctx, datas, client.InNamespace(nsTenantA))).To(Succeed())
 			found := false
 			for i := range datas.Items {
 				if datas.Items[i].Spec.Claim.Name == claim.Name {
@@ -169,7 +186,7 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	}
 
 	// Rendered: Secrets next to the host, through the identity.
-	g.Expect(mgmt.Client.Create(ctx, dataTemplate("tenant-a", "workers", "eth1", capiPool))).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, dataTemplate(nsTenantA, "workers", "eth1", capiPool))).To(Succeed())
 	worker := cluster.machine(t, mgmt.Client, "worker-0", nil)
 	host := hostOf(worker)
 	claim := dataClaim(t, mgmt.Client, worker, "worker-0", "workers")
@@ -179,17 +196,17 @@ func TestDataRenderedNextToHost(t *testing.T) {
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(data), got)).To(Succeed())
 		g.Expect(got.Status.Ready).To(BeTrue())
 		g.Expect(conditions.IsTrue(got, infrav1.Metal3DataSecretsRenderedCondition)).To(BeTrue())
-		g.Expect(got.Status.MetaData).To(HaveValue(HaveField("Namespace", "pool-a")))
-		g.Expect(got.Status.NetworkData).To(HaveValue(HaveField("Namespace", "pool-a")))
+		g.Expect(got.Status.MetaData).To(HaveValue(HaveField("Namespace", nsPoolA)))
+		g.Expect(got.Status.NetworkData).To(HaveValue(HaveField("Namespace", nsPoolA)))
 		data = got
 	}).WithTimeout(30*time.Second).Should(Succeed(), "the data is rendered next to the host")
-	g.Expect(data.Namespace).To(Equal("tenant-a"), "the Metal3Data stays in the management namespace")
+	g.Expect(data.Namespace).To(Equal(nsTenantA), "the Metal3Data stays in the management namespace")
 	g.Expect(data.Finalizers).To(ContainElement(infrav1.DataFinalizer))
 
 	metaData := &corev1.Secret{}
-	g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: data.Status.MetaData.Name}, metaData)).To(Succeed())
+	g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: nsPoolA, Name: data.Status.MetaData.Name}, metaData)).To(Succeed())
 	networkData := &corev1.Secret{}
-	g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: data.Status.NetworkData.Name}, networkData)).To(Succeed())
+	g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: nsPoolA, Name: data.Status.NetworkData.Name}, networkData)).To(Succeed())
 	for _, s := range []*corev1.Secret{metaData, networkData} {
 		g.Expect(s.Labels[hostbinding.OwnerUIDLabel]).To(Equal(string(data.UID)))
 		g.Expect(s.OwnerReferences).To(ContainElement(HaveField("UID", host.UID)), "the Secret goes with its host")
@@ -204,17 +221,17 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	g.Expect(nd).To(ContainSubstring(host.Spec.BootMACAddress))
 	g.Expect(nd).To(ContainSubstring("192.168.111.50"))
 	g.Expect(nd).To(ContainSubstring("255.255.255.0"))
-	g.Expect(hostSecrets(g, mgmt.Client, "tenant-a", data)).To(BeEmpty(), "nothing is written in the management namespace")
+	g.Expect(hostSecrets(g, mgmt.Client, nsTenantA, data)).To(BeEmpty(), "nothing is written in the management namespace")
 
 	ipClaim := &capipamv1.IPAddressClaim{}
-	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: data.Name + "-pool-a"}, ipClaim)).To(Succeed())
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: nsTenantA, Name: data.Name + "-pool-a"}, ipClaim)).To(Succeed())
 	g.Expect(ipClaim.OwnerReferences).To(ContainElement(HaveField("UID", data.UID)))
 	g.Expect(ipClaim.Spec.PoolRef).To(Equal(capipamv1.IPPoolReference{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "pool-a"}))
 
 	// Deleting the claim releases its data: Secrets and address claim go.
 	g.Expect(mgmt.Client.Delete(ctx, claim)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(hostSecrets(g, pool.Client, "pool-a", data)).To(BeEmpty())
+		g.Expect(hostSecrets(g, pool.Client, nsPoolA, data)).To(BeEmpty())
 		err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(ipClaim), &capipamv1.IPAddressClaim{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the IP address claim is released")
 		err = mgmt.Client.Get(ctx, client.ObjectKeyFromObject(data), &infrav1.Metal3Data{})
@@ -234,13 +251,13 @@ func TestDataRenderedNextToHost(t *testing.T) {
 			"spec.metaData.ipAddressesFromIPPool[0]", "Exhausted"},
 	}
 	for _, failure := range failures {
-		g.Expect(mgmt.Client.Create(ctx, dataTemplate("tenant-a", failure.template, failure.hostInterface, failure.pool))).To(Succeed())
+		g.Expect(mgmt.Client.Create(ctx, dataTemplate(nsTenantA, failure.template, failure.hostInterface, failure.pool))).To(Succeed())
 		// These machines claim their data themselves, from spec.dataTemplate.
 		m3m := cluster.machine(t, mgmt.Client, failure.machine, func(m3m *infrav1.Metal3Machine) {
 			m3m.Spec.DataTemplate = &corev1.ObjectReference{Name: failure.template}
 		})
 		host := hostOf(m3m)
-		claim := &infrav1.Metal3DataClaim{ObjectMeta: metav1ObjectMeta("tenant-a", failure.machine)}
+		claim := &infrav1.Metal3DataClaim{ObjectMeta: metav1ObjectMeta(nsTenantA, failure.machine)}
 		failed := dataOf(claim)
 		g.Eventually(func(g Gomega) {
 			got := &infrav1.Metal3Data{}
@@ -267,7 +284,7 @@ func TestDataRenderedNextToHost(t *testing.T) {
 		g.Expect(pool.Client.Get(ctx, client.ObjectKeyFromObject(host), host)).To(Succeed())
 		g.Expect(host.Spec.Image).To(BeNil(), "%s: the host is not provisioned without its data", failure.template)
 		g.Expect(host.Spec.UserData).To(BeNil())
-		g.Expect(hostSecrets(g, pool.Client, "pool-a", failed)).To(BeEmpty(), "%s: nothing is written next to the host", failure.template)
+		g.Expect(hostSecrets(g, pool.Client, nsPoolA, failed)).To(BeEmpty(), "%s: nothing is written next to the host", failure.template)
 		g.Expect(failed.Status.MetaData).To(BeNil())
 	}
 }

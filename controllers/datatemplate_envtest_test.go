@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -23,13 +39,14 @@ import (
 // cannot go while data rendered from it exist.
 func TestDataTemplateIndexes(t *testing.T) {
 	g := NewWithT(t)
+	nsTenantA := testNamespace(t, "tenant-a")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, withHosts)
 	startControllers(t, mgmt, scheme)
-	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
 	template := &infrav1.Metal3DataTemplate{
-		ObjectMeta: metav1ObjectMeta("tenant-a", "workers"),
+		ObjectMeta: metav1ObjectMeta(nsTenantA, "workers"),
 		Spec:       infrav1.Metal3DataTemplateSpec{ClusterName: "cluster-a"},
 	}
 	g.Expect(mgmt.Client.Create(ctx, template)).To(Succeed())
@@ -39,7 +56,7 @@ func TestDataTemplateIndexes(t *testing.T) {
 		for i := from; i < to; i++ {
 			wg.Go(func() {
 				claim := &infrav1.Metal3DataClaim{
-					ObjectMeta: metav1ObjectMeta("tenant-a", fmt.Sprintf("claim-%d", i)),
+					ObjectMeta: metav1ObjectMeta(nsTenantA, fmt.Sprintf("claim-%d", i)),
 					Spec:       infrav1.Metal3DataClaimSpec{Template: corev1.ObjectReference{Name: "workers"}},
 				}
 				g.Expect(mgmt.Client.Create(ctx, claim)).To(Succeed())
@@ -51,7 +68,7 @@ func TestDataTemplateIndexes(t *testing.T) {
 	// every live claim has exactly one.
 	indexes := func(g Gomega, liveClaims int) []int {
 		datas := &infrav1.Metal3DataList{}
-		g.Expect(mgmt.Client.List(ctx, datas, client.InNamespace("tenant-a"))).To(Succeed())
+		g.Expect(mgmt.Client.List(ctx, datas, client.InNamespace(nsTenantA))).To(Succeed())
 		perClaim := map[string]int{}
 		var out []int
 		for _, d := range datas.Items {
@@ -78,7 +95,7 @@ func TestDataTemplateIndexes(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(indexes(g, 30)).To(Equal(upTo(30)))
 		claims := &infrav1.Metal3DataClaimList{}
-		g.Expect(mgmt.Client.List(ctx, claims, client.InNamespace("tenant-a"))).To(Succeed())
+		g.Expect(mgmt.Client.List(ctx, claims, client.InNamespace(nsTenantA))).To(Succeed())
 		for _, c := range claims.Items {
 			g.Expect(c.Status.RenderedData).NotTo(BeNil(), "claim %s knows its data", c.Name)
 		}
@@ -88,12 +105,12 @@ func TestDataTemplateIndexes(t *testing.T) {
 	}).WithTimeout(60*time.Second).WithPolling(time.Second).Should(Succeed(), "30 concurrent claims, 30 distinct indexes")
 
 	for i := range 10 {
-		g.Expect(mgmt.Client.Delete(ctx, &infrav1.Metal3DataClaim{ObjectMeta: metav1ObjectMeta("tenant-a", fmt.Sprintf("claim-%d", i*3))})).To(Succeed())
+		g.Expect(mgmt.Client.Delete(ctx, &infrav1.Metal3DataClaim{ObjectMeta: metav1ObjectMeta(nsTenantA, fmt.Sprintf("claim-%d", i*3))})).To(Succeed())
 	}
 	g.Eventually(func(g Gomega) {
 		g.Expect(indexes(g, 20)).To(HaveLen(20))
 		for i := range 10 {
-			err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: fmt.Sprintf("claim-%d", i*3)}, &infrav1.Metal3DataClaim{})
+			err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: nsTenantA, Name: fmt.Sprintf("claim-%d", i*3)}, &infrav1.Metal3DataClaim{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a deleted claim goes once its data is released")
 		}
 	}).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Succeed())
@@ -116,29 +133,30 @@ func TestDataTemplateIndexes(t *testing.T) {
 // same index space, so machines rolled onto it never reuse a live index.
 func TestDataTemplateIndexesStableAcrossRestartsAndRevisions(t *testing.T) {
 	g := NewWithT(t)
+	nsTenantA := testNamespace(t, "tenant-a")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, noHosts)
 	_, stop := startStoppableControllers(t, mgmt, scheme)
-	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
 
 	for _, name := range []string{"workers-v1", "workers-v2"} {
 		g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3DataTemplate{
-			ObjectMeta: metav1ObjectMeta("tenant-a", name),
+			ObjectMeta: metav1ObjectMeta(nsTenantA, name),
 			Spec:       infrav1.Metal3DataTemplateSpec{ClusterName: "cluster-a", TemplateReference: "workers"},
 		})).To(Succeed())
 	}
 	claim := func(name, template string) {
 		t.Helper()
 		g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3DataClaim{
-			ObjectMeta: metav1ObjectMeta("tenant-a", name),
+			ObjectMeta: metav1ObjectMeta(nsTenantA, name),
 			Spec:       infrav1.Metal3DataClaimSpec{Template: corev1.ObjectReference{Name: template}},
 		})).To(Succeed())
 	}
 	// dataOf maps claim names to the Metal3Data name and index they hold.
 	dataOf := func(g Gomega) map[string]string {
 		datas := &infrav1.Metal3DataList{}
-		g.Expect(mgmt.Client.List(ctx, datas, client.InNamespace("tenant-a"))).To(Succeed())
+		g.Expect(mgmt.Client.List(ctx, datas, client.InNamespace(nsTenantA))).To(Succeed())
 		out := map[string]string{}
 		for _, d := range datas.Items {
 			if d.DeletionTimestamp.IsZero() {
@@ -154,7 +172,7 @@ func TestDataTemplateIndexesStableAcrossRestartsAndRevisions(t *testing.T) {
 	g.Eventually(dataOf).WithTimeout(30 * time.Second).Should(Equal(map[string]string{
 		"a-0": "workers-v1-0/0", "a-1": "workers-v1-1/1", "a-2": "workers-v1-2/2", "a-3": "workers-v1-3/3",
 	}))
-	g.Expect(mgmt.Client.Delete(ctx, &infrav1.Metal3DataClaim{ObjectMeta: metav1ObjectMeta("tenant-a", "a-1")})).To(Succeed())
+	g.Expect(mgmt.Client.Delete(ctx, &infrav1.Metal3DataClaim{ObjectMeta: metav1ObjectMeta(nsTenantA, "a-1")})).To(Succeed())
 	g.Eventually(dataOf).WithTimeout(30 * time.Second).Should(HaveLen(3))
 
 	// Down: a claim arrives. Up again: it gets the freed index, the others
@@ -180,14 +198,15 @@ func TestDataTemplateIndexesStableAcrossRestartsAndRevisions(t *testing.T) {
 // with the cluster and deleting the cluster deletes it.
 func TestDataTemplateOwnedByItsCluster(t *testing.T) {
 	g := NewWithT(t)
+	nsTenantA := testNamespace(t, "tenant-a")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, noHosts)
 	startControllers(t, mgmt, scheme)
-	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
 
 	template := &infrav1.Metal3DataTemplate{
-		ObjectMeta: metav1ObjectMeta("tenant-a", "nodes"),
+		ObjectMeta: metav1ObjectMeta(nsTenantA, "nodes"),
 		Spec:       infrav1.Metal3DataTemplateSpec{ClusterName: "cluster-a"},
 	}
 	g.Expect(mgmt.Client.Create(ctx, template)).To(Succeed())
@@ -197,10 +216,10 @@ func TestDataTemplateOwnedByItsCluster(t *testing.T) {
 	}).WithTimeout(20*time.Second).Should(Succeed(), "the template is served before its Cluster exists")
 	g.Expect(template.OwnerReferences).To(BeEmpty())
 
-	wc := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
+	wc := workloadCluster{namespace: nsTenantA, name: "cluster-a"}
 	wc.create(t, mgmt.Client)
 	cluster := &clusterv1.Cluster{}
-	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "cluster-a"}, cluster)).To(Succeed())
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: nsTenantA, Name: "cluster-a"}, cluster)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(template), template)).To(Succeed())
 		g.Expect(template.Labels).To(HaveKeyWithValue(clusterv1.ClusterNameLabel, "cluster-a"))

@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -34,27 +50,54 @@ const (
 	noHosts   = false
 )
 
-// managementCluster starts a management API server with the provider's CRDs
-// (as kustomize builds them) and CAPI's, and BareMetalHost CRDs if hosts.
+// managementCluster is the test's management API server, shared with the
+// package's other tests: the provider's CRDs (as kustomize builds them) and
+// CAPI's, and BareMetalHost CRDs if hosts. The one without hosts serves the
+// IP address managers' CRDs and runs the real Metal3 IPAM and CAPI
+// in-cluster IPAM provider.
 func managementCluster(t *testing.T, scheme *runtime.Scheme, hosts bool) *testenv.Env {
 	t.Helper()
-	crdPaths := []string{testenv.CAPICRDPath(t)}
-	if hosts {
-		crdPaths = append(crdPaths, testenv.BMOCRDPath(t))
-	}
-	return testenv.Start(t, testenv.Options{Scheme: scheme, CRDs: testenv.ProviderCRDs(t), CRDDirectoryPaths: crdPaths})
+	return sharedMgmt[hosts].Get(t, &suite, func(s testenv.T) *testenv.Env {
+		crdPaths := []string{testenv.CAPICRDPath(s)}
+		if hosts {
+			crdPaths = append(crdPaths, testenv.BMOCRDPath(s))
+		} else {
+			crdPaths = append(crdPaths, testenv.IPAMCRDPath(s), testenv.InClusterIPAMCRDPath(s))
+		}
+		env := testenv.Start(s, testenv.Options{Scheme: scheme, CRDs: testenv.ProviderCRDs(s), CRDDirectoryPaths: crdPaths})
+		if !hosts {
+			env.StartIPAM(s)
+			env.StartInClusterIPAM(s)
+		}
+		return env
+	})
 }
 
-// poolCluster starts an API server holding BareMetalHosts only: a pool
-// reached through an identity.
-func poolCluster(t *testing.T, scheme *runtime.Scheme) *testenv.Env {
+// ipamManagementCluster is a management API server without hosts that runs
+// the real IP address managers.
+func ipamManagementCluster(t *testing.T, scheme *runtime.Scheme) *testenv.Env {
+	t.Helper()
+	return managementCluster(t, scheme, noHosts)
+}
+
+// poolCluster is one of the two shared API servers holding BareMetalHosts
+// only: pools reached through identities.
+func poolCluster(t *testing.T, scheme *runtime.Scheme, i int) *testenv.Env {
+	t.Helper()
+	return sharedPools[i].Get(t, &suite, func(s testenv.T) *testenv.Env { return privatePoolCluster(s, scheme) })
+}
+
+// privatePoolCluster starts a pool API server for the test alone, for one
+// that stops it.
+func privatePoolCluster(t testenv.T, scheme *runtime.Scheme) *testenv.Env {
 	t.Helper()
 	return testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
 }
 
 // startControllers runs a manager with the provider's controllers against
 // the management API server. namespaces, when given, limits the manager to
-// them, as --namespace does: two such managers are two independent providers.
+// them, as --namespace does: two such managers are two independent
+// providers. Without, it watches the namespaces the test named so far.
 func startControllers(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, namespaces ...string) *hostaccess.IdentityCache {
 	t.Helper()
 	identities, _ := startStoppableControllers(t, mgmt, scheme, namespaces...)
@@ -91,6 +134,12 @@ type fixtureOptions struct {
 func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Scheme, opts fixtureOptions) (*hostaccess.IdentityCache, func()) {
 	t.Helper()
 	cacheOptions := cache.Options{}
+	if len(opts.namespaces) == 0 {
+		opts.namespaces = namespacesOf(t)
+		if len(opts.namespaces) == 0 {
+			t.Fatal("the test names no namespace (testNamespace) for its provider to watch")
+		}
+	}
 	if len(opts.namespaces) > 0 {
 		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range opts.namespaces {

@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -64,18 +80,18 @@ func isReady(g Gomega, c client.Client, m3c *infrav1.Metal3Cluster) func() bool 
 // completes and host events flow again, without restarting the manager.
 func TestIdentityOutageAndRecovery(t *testing.T) {
 	g := NewWithT(t)
+	ns, nsPoolA := testNamespace(t, "tenant-a"), testNamespace(t, "pool-a")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, withHosts)
-	pool := poolCluster(t, scheme)
+	pool := privatePoolCluster(t, scheme)
 	startControllers(t, mgmt, scheme)
-	const ns = "tenant-a"
 
-	pool.GrantInNamespace(t, "pool-a", "tenant-a", testenv.HostProviderRules()...)
+	pool.GrantInNamespace(t, nsPoolA, ns, testenv.HostProviderRules()...)
 	mgmt.GrantInNamespace(t, ns, "nobody")
 	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool-a-kubeconfig"},
-		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, "tenant-a", "pool-a", "pool-a")},
+		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, ns, nsPoolA, nsPoolA)},
 	})).To(Succeed())
 
 	remoteWC := workloadCluster{namespace: ns, name: "remote", identityRef: &infrav1.IdentityRef{Name: "pool-a-kubeconfig"}}
@@ -84,7 +100,7 @@ func TestIdentityOutageAndRecovery(t *testing.T) {
 	localWC.create(t, mgmt.Client)
 	remoteCluster := &infrav1.Metal3Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "remote"}}
 	localCluster := &infrav1.Metal3Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "local"}}
-	availableHosts(t, pool.Client, "pool-a", "host", 2)
+	availableHosts(t, pool.Client, nsPoolA, "host", 2)
 	worker := remoteWC.machine(t, mgmt.Client, "worker-0", nil)
 	doomed := remoteWC.machine(t, mgmt.Client, "worker-1", nil)
 
@@ -94,10 +110,10 @@ func TestIdentityOutageAndRecovery(t *testing.T) {
 	g.Eventually(isReady(g, mgmt.Client, localCluster)).Should(BeTrue())
 	var host bmov1alpha1.BareMetalHost
 	g.Eventually(func(g Gomega) {
-		hosts := consumedHosts(g, pool.Client, "pool-a")
-		g.Expect(hosts).To(HaveKey("tenant-a/worker-0"))
-		g.Expect(hosts).To(HaveKey("tenant-a/worker-1"))
-		host = hosts["tenant-a/worker-0"]
+		hosts := consumedHosts(g, pool.Client, nsPoolA)
+		g.Expect(hosts).To(HaveKey(ns + "/worker-0"))
+		g.Expect(hosts).To(HaveKey(ns + "/worker-1"))
+		host = hosts[ns+"/worker-0"]
 	}).WithTimeout(30*time.Second).Should(Succeed(), "both machines claim a host through the cluster's identity")
 
 	restart := pool.StopAPIServer(t)
@@ -123,7 +139,7 @@ func TestIdentityOutageAndRecovery(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(doomed), &infrav1.Metal3Machine{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
-		g.Expect(consumedHosts(g, pool.Client, "pool-a")).NotTo(HaveKey("tenant-a/worker-1"))
+		g.Expect(consumedHosts(g, pool.Client, nsPoolA)).NotTo(HaveKey(ns + "/worker-1"))
 	}).WithTimeout(60*time.Second).Should(Succeed(), "the deletion completes through the recovered identity")
 	recorded := &infrav1.Metal3Machine{}
 	g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(worker), recorded)).To(Succeed())
@@ -143,12 +159,12 @@ func TestIdentityOutageAndRecovery(t *testing.T) {
 // reports its identity's state, and follows the Secret appearing.
 func TestMachineIdentityOverride(t *testing.T) {
 	g := NewWithT(t)
+	ns, nsPoolB := testNamespace(t, "tenant-b"), testNamespace(t, "pool-b")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, withHosts)
-	pool := poolCluster(t, scheme)
+	pool := poolCluster(t, scheme, 0)
 	startControllers(t, mgmt, scheme)
-	const ns = "tenant-b"
 	mgmt.GrantInNamespace(t, ns, "nobody")
 	wc := workloadCluster{namespace: ns, name: "cluster-b"}
 	wc.create(t, mgmt.Client)
@@ -165,12 +181,12 @@ func TestMachineIdentityOverride(t *testing.T) {
 		return string(cond.Status) + "/" + cond.Reason + ": " + cond.Message
 	}
 	g.Eventually(machineCondition).WithTimeout(20 * time.Second).Should(And(
-		HavePrefix("False/SecretNotFound"), ContainSubstring("tenant-b/pool-b-kubeconfig")))
+		HavePrefix("False/SecretNotFound"), ContainSubstring(ns+"/pool-b-kubeconfig")))
 
-	pool.GrantInNamespace(t, "pool-b", "tenant-b", testenv.HostProviderRules()...)
+	pool.GrantInNamespace(t, nsPoolB, ns, testenv.HostProviderRules()...)
 	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool-b-kubeconfig"},
-		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, "tenant-b", "pool-b", "pool-b")},
+		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, ns, nsPoolB, nsPoolB)},
 	})).To(Succeed())
 	g.Eventually(machineCondition).WithTimeout(30*time.Second).Should(HavePrefix("True/Ready"),
 		"creating the Secret is enough: its watch wakes the machine")
@@ -180,6 +196,6 @@ func TestMachineIdentityOverride(t *testing.T) {
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(worker), got)).To(Succeed())
 		return got.Status.Identity
 	}).Should(Equal(&infrav1.IdentityStatus{
-		Source: infrav1.IdentitySourceSecret, SecretName: "pool-b-kubeconfig", HostNamespace: "pool-b",
+		Source: infrav1.IdentitySourceSecret, SecretName: "pool-b-kubeconfig", HostNamespace: nsPoolB,
 	}))
 }

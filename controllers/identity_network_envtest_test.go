@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -79,6 +95,7 @@ current-context: internal
 // refuses each after a single request per backoff period. Either way the
 // services' answers appear in no condition, Event or status field.
 func TestIdentityServerPolicy(t *testing.T) {
+	nsTenantStrict, nsTenantLax := testNamespace(t, "tenant-strict"), testNamespace(t, "tenant-lax")
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, noHosts)
 	redirectTarget := startMarkerService(t, markerAnswer(http.StatusOK))
@@ -91,22 +108,22 @@ func TestIdentityServerPolicy(t *testing.T) {
 	}
 
 	tests := []struct {
-		namespace  string
-		policy     hostaccess.ServerPolicy
-		wantReason string
+		name, namespace string
+		policy          hostaccess.ServerPolicy
+		wantReason      string
 		// wantHits is how many requests each service gets: none, or the one
 		// handshake request within a backoff longer than the test.
 		wantHits int64
 		want     func(name string, svc *markerService) []string
 	}{
 		{
-			namespace: "tenant-strict", wantReason: infrav1.IdentityServerNotAllowedReason, wantHits: 0,
+			name: "tenant-strict", namespace: nsTenantStrict, wantReason: infrav1.IdentityServerNotAllowedReason, wantHits: 0,
 			want: func(_ string, svc *markerService) []string {
 				return []string{svc.URL + "/internal/admin", "nothing was sent to it", hostaccess.RuleHTTP}
 			},
 		},
 		{
-			namespace: "tenant-lax", policy: hostaccess.ServerPolicy{AllowHTTP: true, AllowLoopback: true},
+			name: "tenant-lax", namespace: nsTenantLax, policy: hostaccess.ServerPolicy{AllowHTTP: true, AllowLoopback: true},
 			wantReason: infrav1.IdentityNotAnAPIServerReason, wantHits: 1,
 			want: func(name string, svc *markerService) []string {
 				code := map[string]string{"forbidden": "HTTP 403", "ok": "HTTP 200", "redirect": "HTTP 302"}[name]
@@ -115,7 +132,7 @@ func TestIdentityServerPolicy(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.namespace, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ctx := context.Background()
 			opts := testRemoteOptions()

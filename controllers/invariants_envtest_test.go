@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -26,19 +42,20 @@ import (
 // wait with NoAvailableHost until hosts are added.
 func TestTenantsRaceForSharedPool(t *testing.T) {
 	g := NewWithT(t)
+	nsTenantA, nsTenantB, nsPool := testNamespace(t, "tenant-a"), testNamespace(t, "tenant-b"), testNamespace(t, "pool")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, noHosts)
-	pool := poolCluster(t, scheme)
-	const poolNamespace = "shared-pool"
+	pool := poolCluster(t, scheme, 0)
+	poolNamespace := testNamespace(t, "shared-pool")
 
-	tenants := []string{"tenant-a", "tenant-b"}
+	tenants := []string{nsTenantA, nsTenantB}
 	for _, tenant := range tenants {
 		mgmt.GrantInNamespace(t, tenant, "nobody")
 		pool.GrantInNamespace(t, poolNamespace, tenant, testenv.HostProviderRules()...)
 		g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1ObjectMeta(tenant, "pool-kubeconfig"),
-			Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, tenant, "pool", poolNamespace)},
+			Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, tenant, nsPool, poolNamespace)},
 		})).To(Succeed())
 	}
 	availableHosts(t, pool.Client, poolNamespace, "host", 15)
@@ -115,27 +132,28 @@ func assertHostsConsistent(g Gomega, mgmt, pool client.Client, poolNamespace str
 // disappears, the machine says so and waits; it does not take another.
 func TestAssociatedHostNeverReplaced(t *testing.T) {
 	g := NewWithT(t)
+	nsTenantA := testNamespace(t, "tenant-a")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, withHosts)
 	startControllers(t, mgmt, scheme)
-	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
-	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
+	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
+	cluster := workloadCluster{namespace: nsTenantA, name: "cluster-a"}
 	cluster.create(t, mgmt.Client)
-	availableHosts(t, mgmt.Client, "tenant-a", "host", 3)
+	availableHosts(t, mgmt.Client, nsTenantA, "host", 3)
 	m3m := cluster.machine(t, mgmt.Client, "worker-0", nil)
 
 	var host bmov1alpha1.BareMetalHost
 	g.Eventually(func(g Gomega) {
-		hosts := consumedHosts(g, mgmt.Client, "tenant-a")
-		g.Expect(hosts).To(HaveKey("tenant-a/worker-0"))
-		host = hosts["tenant-a/worker-0"]
+		hosts := consumedHosts(g, mgmt.Client, nsTenantA)
+		g.Expect(hosts).To(HaveKey(nsTenantA + "/worker-0"))
+		host = hosts[nsTenantA+"/worker-0"]
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Eventually(func() string {
 		got := &infrav1.Metal3Machine{}
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3m), got)).To(Succeed())
 		return got.Annotations[infrav1.HostAnnotation]
-	}).Should(Equal("tenant-a/" + host.Name))
+	}).Should(Equal(nsTenantA + "/" + host.Name))
 
 	g.Expect(mgmt.Client.Delete(ctx, &host)).To(Succeed())
 	g.Eventually(func() string {
@@ -148,7 +166,7 @@ func TestAssociatedHostNeverReplaced(t *testing.T) {
 	}).WithTimeout(30*time.Second).Should(And(HavePrefix(infrav1.HostNotFoundReason), ContainSubstring(host.Name)),
 		"the machine reports its host missing")
 	g.Consistently(func(g Gomega) {
-		g.Expect(consumedHosts(g, mgmt.Client, "tenant-a")).To(BeEmpty(), "no other host is taken")
+		g.Expect(consumedHosts(g, mgmt.Client, nsTenantA)).To(BeEmpty(), "no other host is taken")
 	}).WithTimeout(5 * time.Second).Should(Succeed())
 }
 
@@ -157,18 +175,19 @@ func TestAssociatedHostNeverReplaced(t *testing.T) {
 // once the last Metal3Cluster using it is gone.
 func TestIdentitySecretProtected(t *testing.T) {
 	g := NewWithT(t)
+	nsTenantA := testNamespace(t, "tenant-a")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, noHosts)
 	startControllers(t, mgmt, scheme)
-	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
 	secret := &corev1.Secret{
-		ObjectMeta: metav1ObjectMeta("tenant-a", "pool-kubeconfig"),
+		ObjectMeta: metav1ObjectMeta(nsTenantA, "pool-kubeconfig"),
 		// The content does not matter for protection; it is also invalid.
 		Data: map[string][]byte{"kubeconfig": []byte("not a kubeconfig")},
 	}
 	g.Expect(mgmt.Client.Create(ctx, secret)).To(Succeed())
-	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-kubeconfig"}}
+	cluster := workloadCluster{namespace: nsTenantA, name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-kubeconfig"}}
 	cluster.create(t, mgmt.Client)
 
 	g.Eventually(func(g Gomega) {
@@ -182,7 +201,7 @@ func TestIdentitySecretProtected(t *testing.T) {
 		return mgmt.Client.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{})
 	}).WithTimeout(3*time.Second).Should(Succeed(), "a Secret in use is not deleted")
 
-	g.Expect(mgmt.Client.Delete(ctx, &infrav1.Metal3Cluster{ObjectMeta: metav1ObjectMeta("tenant-a", "cluster-a")})).To(Succeed())
+	g.Expect(mgmt.Client.Delete(ctx, &infrav1.Metal3Cluster{ObjectMeta: metav1ObjectMeta(nsTenantA, "cluster-a")})).To(Succeed())
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}))
 	}).WithTimeout(30*time.Second).Should(BeTrue(), "the Secret goes with its last user")

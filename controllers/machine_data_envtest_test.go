@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -13,7 +29,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,20 +37,6 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
-
-// ipamManagementCluster is a management API server without hosts that also
-// runs the real IP address managers: the Metal3 IPAM and CAPI's in-cluster
-// IPAM provider.
-func ipamManagementCluster(t *testing.T, scheme *runtime.Scheme) *testenv.Env {
-	t.Helper()
-	env := testenv.Start(t, testenv.Options{
-		Scheme: scheme, CRDs: testenv.ProviderCRDs(t),
-		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.IPAMCRDPath(t), testenv.InClusterIPAMCRDPath(t)},
-	})
-	env.StartIPAM(t)
-	env.StartInClusterIPAM(t)
-	return env
-}
 
 // createIPPool creates pool in namespace, handing out addresses from first
 // to last, prefix 24, with gateway.
@@ -70,10 +71,11 @@ func createIPPool(t *testing.T, c client.Client, namespace string, pool ipPool, 
 // tenant's alone.
 func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 	g := NewWithT(t)
+	nsTenantA, nsTenantB, nsPoolA := testNamespace(t, "tenant-a"), testNamespace(t, "tenant-b"), testNamespace(t, "pool-a")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := ipamManagementCluster(t, scheme)
-	pool := poolCluster(t, scheme)
+	pool := poolCluster(t, scheme, 0)
 	startControllers(t, mgmt, scheme)
 
 	tenants := []struct {
@@ -81,22 +83,22 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 		pool        ipPool
 		first, last string
 	}{
-		{"tenant-a", metal3Pool, "192.168.111.100", "192.168.111.110"},
-		{"tenant-b", capiPool, "192.168.111.200", "192.168.111.210"},
+		{nsTenantA, metal3Pool, "192.168.111.100", "192.168.111.110"},
+		{nsTenantB, capiPool, "192.168.111.200", "192.168.111.210"},
 	}
 	for _, tenant := range tenants {
 		mgmt.GrantInNamespace(t, tenant.namespace, "nobody")
-		pool.GrantInNamespace(t, "pool-a", tenant.namespace, testenv.HostProviderRules()...)
+		pool.GrantInNamespace(t, nsPoolA, tenant.namespace, testenv.HostProviderRules()...)
 	}
-	availableHosts(t, pool.Client, "pool-a", "host", 2)
+	availableHosts(t, pool.Client, nsPoolA, "host", 2)
 	for _, name := range []string{"host-0", "host-1"} {
-		giveHostNICs(t, pool.Client, &bmov1alpha1.BareMetalHost{ObjectMeta: metav1ObjectMeta("pool-a", name)})
+		giveHostNICs(t, pool.Client, &bmov1alpha1.BareMetalHost{ObjectMeta: metav1ObjectMeta(nsPoolA, name)})
 	}
 	machines := map[string]*infrav1.Metal3Machine{}
 	for _, tenant := range tenants {
 		g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1ObjectMeta(tenant.namespace, "pool-a-kubeconfig"),
-			Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, tenant.namespace, "pool-a", "pool-a")},
+			Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, tenant.namespace, nsPoolA, nsPoolA)},
 		})).To(Succeed())
 		cluster := workloadCluster{namespace: tenant.namespace, name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-a-kubeconfig"}}
 		cluster.create(t, mgmt.Client)
@@ -110,7 +112,7 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 	// Provisioned with rendered data: the host points at the Secrets.
 	hosts := map[string]bmov1alpha1.BareMetalHost{}
 	g.Eventually(func(g Gomega) {
-		hosts = consumedHosts(g, pool.Client, "pool-a")
+		hosts = consumedHosts(g, pool.Client, nsPoolA)
 		for _, tenant := range tenants {
 			m3m := &infrav1.Metal3Machine{}
 			g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machines[tenant.namespace]), m3m)).To(Succeed())
@@ -136,16 +138,16 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 		data := &infrav1.Metal3Data{}
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: tenant.namespace, Name: "workers-0"}, data)).To(Succeed())
 		for _, ref := range []*corev1.SecretReference{host.Spec.MetaData, host.Spec.NetworkData} {
-			g.Expect(ref.Namespace).To(Equal("pool-a"))
+			g.Expect(ref.Namespace).To(Equal(nsPoolA))
 			g.Expect(referencedBy).NotTo(HaveKey(ref.Name), "Secret %s is referenced by two hosts", ref.Name)
 			referencedBy[ref.Name] = host.Name
 			secret := &corev1.Secret{}
-			g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: ref.Name}, secret)).To(Succeed())
+			g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: nsPoolA, Name: ref.Name}, secret)).To(Succeed())
 			g.Expect(secret.Labels[hostbinding.OwnerUIDLabel]).To(Equal(string(data.UID)))
 			g.Expect(secret.OwnerReferences).To(ConsistOf(HaveField("UID", host.UID)))
 		}
 		md := &corev1.Secret{}
-		g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: host.Spec.MetaData.Name}, md)).To(Succeed())
+		g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: nsPoolA, Name: host.Spec.MetaData.Name}, md)).To(Succeed())
 		g.Expect(string(md.Data["metaData"])).To(ContainSubstring("machine: worker-0"))
 		g.Expect(addressIn(string(md.Data["metaData"]), tenant.first, tenant.last)).To(BeTrue(),
 			"%s's address comes from its own pool:\n%s", tenant.namespace, md.Data["metaData"])
@@ -157,16 +159,16 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 
 	// Deleting tenant-a's machine deletes its Secrets and releases its
 	// Metal3 IPAM address; tenant-b's Secrets and address stay.
-	gone := hosts["tenant-a/worker-0"]
-	kept := hosts["tenant-b/worker-0"]
+	gone := hosts[nsTenantA+"/worker-0"]
+	kept := hosts[nsTenantB+"/worker-0"]
 	ipClaim := &ipamv1.IPClaim{}
-	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "workers-0-pool-a"}, ipClaim)).To(Succeed())
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: nsTenantA, Name: "workers-0-pool-a"}, ipClaim)).To(Succeed())
 	g.Expect(ipClaim.Status.Address).NotTo(BeNil())
-	address := client.ObjectKey{Namespace: "tenant-a", Name: ipClaim.Status.Address.Name}
-	g.Expect(mgmt.Client.Delete(ctx, machines["tenant-a"])).To(Succeed())
+	address := client.ObjectKey{Namespace: nsTenantA, Name: ipClaim.Status.Address.Name}
+	g.Expect(mgmt.Client.Delete(ctx, machines[nsTenantA])).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		for _, ref := range []*corev1.SecretReference{gone.Spec.MetaData, gone.Spec.NetworkData, gone.Spec.UserData} {
-			err := pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: ref.Name}, &corev1.Secret{})
+			err := pool.Client.Get(ctx, client.ObjectKey{Namespace: nsPoolA, Name: ref.Name}, &corev1.Secret{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Secret %s is deleted", ref.Name)
 		}
 		for _, obj := range []struct {
@@ -175,9 +177,9 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 		}{
 			{client.ObjectKeyFromObject(ipClaim), &ipamv1.IPClaim{}},
 			{address, &ipamv1.IPAddress{}},
-			{client.ObjectKey{Namespace: "tenant-a", Name: "workers-0"}, &infrav1.Metal3Data{}},
-			{client.ObjectKey{Namespace: "tenant-a", Name: "worker-0"}, &infrav1.Metal3DataClaim{}},
-			{client.ObjectKeyFromObject(machines["tenant-a"]), &infrav1.Metal3Machine{}},
+			{client.ObjectKey{Namespace: nsTenantA, Name: "workers-0"}, &infrav1.Metal3Data{}},
+			{client.ObjectKey{Namespace: nsTenantA, Name: "worker-0"}, &infrav1.Metal3DataClaim{}},
+			{client.ObjectKeyFromObject(machines[nsTenantA]), &infrav1.Metal3Machine{}},
 		} {
 			err := mgmt.Client.Get(ctx, obj.key, obj.obj)
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s is gone", obj.obj, obj.key)
@@ -191,11 +193,11 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 	g.Expect(pool.Client.Get(ctx, client.ObjectKeyFromObject(&kept), host)).To(Succeed())
 	g.Expect(host.Spec.MetaData).To(Equal(kept.Spec.MetaData))
 	for _, ref := range []*corev1.SecretReference{kept.Spec.MetaData, kept.Spec.NetworkData} {
-		g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: "pool-a", Name: ref.Name}, &corev1.Secret{})).To(Succeed(),
+		g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: nsPoolA, Name: ref.Name}, &corev1.Secret{})).To(Succeed(),
 			"the other tenant's Secret %s stays", ref.Name)
 	}
 	claims := &capipamv1.IPAddressClaimList{}
-	g.Expect(mgmt.Client.List(ctx, claims, client.InNamespace("tenant-b"))).To(Succeed())
+	g.Expect(mgmt.Client.List(ctx, claims, client.InNamespace(nsTenantB))).To(Succeed())
 	g.Expect(claims.Items).To(HaveLen(1), "the other tenant keeps its address")
 }
 

@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -12,10 +28,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -30,6 +48,7 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/readiness"
 )
 
 // dataWaitRequeue: a Metal3Data waiting for its host or its addresses looks
@@ -56,10 +75,17 @@ type Metal3DataReconciler struct {
 // SetupWithManager registers the controller. IP claims are watched only for
 // the IPAM APIs the management cluster serves.
 func (r *Metal3DataReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	log := ctrl.LoggerFrom(ctx)
+	clusterToData, err := util.ClusterToTypedObjectsMapper(mgr.GetClient(), &infrav1.Metal3DataList{}, mgr.GetScheme())
+	if err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.Metal3Data{}).
 		WithOptions(options).
-		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue)).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToData),
+			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log))).
 		// A machine's association (its host annotation) and the labels and
 		// annotations templates read come with Metal3Machine changes.
 		Watches(&infrav1.Metal3Machine{}, handler.EnqueueRequestsFromMapFunc(r.metal3MachineToData),
@@ -127,16 +153,29 @@ func (r *Metal3DataReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Client.Get(ctx, req.NamespacedName, data); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// The data carries its cluster's name label from its claim.
+	cluster, err := clusterNamed(ctx, r.Client, data.Namespace, data.Labels[clusterv1.ClusterNameLabel])
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, data); err != nil || isPaused || requeue {
+		return ctrl.Result{}, err
+	}
 	patchHelper, err := patch.NewHelper(data, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		setDataReady(data)
+		if err := readiness.Set(data, readiness.Summary{
+			Conditions: []string{infrav1.Metal3DataSecretsRenderedCondition},
+			Deleting:   !data.DeletionTimestamp.IsZero(),
+		}); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
 		if err := patchHelper.Patch(ctx, data, patch.WithOwnedConditions{Conditions: []string{
 			infrav1.ReadyCondition, infrav1.Metal3DataSecretsRenderedCondition,
-		}}); err != nil && !apierrors.IsNotFound(err) {
-			reterr = err
+		}}, patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
 
@@ -328,24 +367,4 @@ func (r *Metal3DataReconciler) identityFailure(data *infrav1.Metal3Data, id iden
 	}
 	setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, reason, err.Error())
 	return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(id.Key)}
-}
-
-// setDataReady mirrors SecretsRendered into Ready.
-func setDataReady(data *infrav1.Metal3Data) {
-	for _, c := range data.Status.Conditions {
-		if c.Type != infrav1.Metal3DataSecretsRenderedCondition {
-			continue
-		}
-		if c.Status == metav1.ConditionTrue {
-			setCondition(data, infrav1.ReadyCondition, metav1.ConditionTrue, infrav1.ReadyReason, "")
-			return
-		}
-		reason := c.Reason
-		if !data.DeletionTimestamp.IsZero() {
-			reason = infrav1.DeletingReason
-		}
-		setCondition(data, infrav1.ReadyCondition, metav1.ConditionFalse, reason, c.Message)
-		return
-	}
-	setCondition(data, infrav1.ReadyCondition, metav1.ConditionFalse, infrav1.NotReadyReason, "SecretsRendered is not yet reported")
 }

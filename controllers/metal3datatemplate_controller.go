@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -7,21 +23,22 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/readiness"
 )
 
 // dataGoneRequeue is how often a deleting template or claim checks whether
@@ -46,10 +63,11 @@ type Metal3DataTemplateReconciler struct {
 
 // SetupWithManager registers the controller.
 func (r *Metal3DataTemplateReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	log := ctrl.LoggerFrom(ctx)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.Metal3DataTemplate{}).
 		WithOptions(options).
-		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue)).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
 		Watches(&infrav1.Metal3DataClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []ctrl.Request {
 			claim, ok := obj.(*infrav1.Metal3DataClaim)
 			if !ok || claim.Spec.Template.Name == "" {
@@ -64,13 +82,10 @@ func (r *Metal3DataTemplateReconciler) SetupWithManager(ctx context.Context, mgr
 			}
 			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: data.Namespace, Name: data.Spec.Template.Name}}}
 		})).
-		// A Cluster created after its templates becomes their owner.
+		// A Cluster created after its templates becomes their owner; its
+		// pause and unpause pause and unpause them.
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToTemplates),
-			builder.WithPredicates(predicate.Funcs{
-				CreateFunc: func(event.CreateEvent) bool { return true },
-				UpdateFunc: func(event.UpdateEvent) bool { return false },
-				DeleteFunc: func(event.DeleteEvent) bool { return false },
-			})).
+			builder.WithPredicates(predicate.Or(clusterCreated, predicates.ClusterPausedTransitions(mgr.GetScheme(), log)))).
 		Complete(r)
 }
 
@@ -94,15 +109,28 @@ func (r *Metal3DataTemplateReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if err := r.Client.Get(ctx, req.NamespacedName, template); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	cluster, err := clusterNamed(ctx, r.Client, template.Namespace, template.Spec.ClusterName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, template); err != nil || isPaused || requeue {
+		return ctrl.Result{}, err
+	}
 	patchHelper, err := patch.NewHelper(template, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	defer func() {
+		if err := readiness.Set(template, readiness.Summary{
+			Conditions: []string{infrav1.Metal3DataTemplateIndexesAllocatedCondition},
+			Deleting:   !template.DeletionTimestamp.IsZero(),
+		}); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
 		if err := patchHelper.Patch(ctx, template, patch.WithOwnedConditions{Conditions: []string{
 			infrav1.ReadyCondition, infrav1.Metal3DataTemplateIndexesAllocatedCondition,
-		}}); err != nil && !apierrors.IsNotFound(err) {
-			reterr = err
+		}}, patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
 	manager := &baremetal.DataTemplateManager{Client: r.Client, Reader: r.APIReader, Template: template}
@@ -113,7 +141,7 @@ func (r *Metal3DataTemplateReconciler) Reconcile(ctx context.Context, req ctrl.R
 			return ctrl.Result{}, err
 		}
 		if remaining > 0 {
-			setCondition(template, infrav1.ReadyCondition, metav1.ConditionFalse, infrav1.DeletingReason,
+			setCondition(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition, metav1.ConditionFalse, infrav1.DeletingReason,
 				fmt.Sprintf("Waiting for %d Metal3Data rendered from this template to be deleted", remaining))
 			return ctrl.Result{RequeueAfter: dataGoneRequeue}, nil
 		}
@@ -135,13 +163,10 @@ func (r *Metal3DataTemplateReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if err != nil {
 		setCondition(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition, metav1.ConditionFalse,
 			infrav1.Metal3DataTemplateAllocationFailedReason, err.Error())
-		conditions.Set(template, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse,
-			Reason: infrav1.Metal3DataTemplateAllocationFailedReason, Message: err.Error()})
 		return ctrl.Result{}, err
 	}
 	setCondition(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition, metav1.ConditionTrue,
 		infrav1.Metal3DataTemplateIndexesAllocatedReason, fmt.Sprintf("%d indexes allocated", len(template.Status.Indexes)))
-	setCondition(template, infrav1.ReadyCondition, metav1.ConditionTrue, infrav1.ReadyReason, "")
 	if releasing > 0 {
 		return ctrl.Result{RequeueAfter: dataGoneRequeue}, nil
 	}

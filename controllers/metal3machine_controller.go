@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -6,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -145,12 +162,14 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		setMachineReady(m3m)
+		if err := setMachineReady(m3m); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
 		if err := patchHelper.Patch(ctx, m3m, patch.WithOwnedConditions{Conditions: []string{
 			infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition, infrav1.DataReadyCondition,
 			infrav1.HostProvisionedCondition,
-		}}); err != nil && !apierrors.IsNotFound(err) {
-			reterr = err
+		}}, patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
 

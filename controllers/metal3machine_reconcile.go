@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -20,6 +36,7 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/readiness"
 )
 
 const (
@@ -259,30 +276,18 @@ func (r *Metal3MachineReconciler) identityRetry(id identity.Identity, err error)
 
 // setMachineReady summarises the machine: Ready once its host is provisioned
 // and its identity usable; otherwise the first unmet condition says why.
-func setMachineReady(m3m *infrav1.Metal3Machine) {
-	for _, condType := range []string{infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition, infrav1.DataReadyCondition, infrav1.HostProvisionedCondition} {
-		cond := conditions.Get(m3m, condType)
-		if cond == nil && (condType == infrav1.IdentityReadyCondition || condType == infrav1.DataReadyCondition) {
-			continue
-		}
-		// The data matters until the host is provisioned with it; a later
-		// rendering failure is reported but does not unready a running node.
-		if condType == infrav1.DataReadyCondition && conditions.IsTrue(m3m, infrav1.HostProvisionedCondition) {
-			continue
-		}
-		if cond == nil || cond.Status != metav1.ConditionTrue {
-			reason, message := infrav1.NotReadyReason, condType+" is not yet reported"
-			if cond != nil {
-				reason, message = cond.Reason, cond.Message
-			}
-			if !m3m.DeletionTimestamp.IsZero() {
-				reason = infrav1.DeletingReason
-			}
-			setCondition(m3m, infrav1.ReadyCondition, metav1.ConditionFalse, reason, message)
-			return
-		}
+func setMachineReady(m3m *infrav1.Metal3Machine) error {
+	summary := readiness.Summary{
+		Conditions: []string{infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition, infrav1.DataReadyCondition, infrav1.HostProvisionedCondition},
+		Optional:   []string{infrav1.IdentityReadyCondition, infrav1.DataReadyCondition},
+		Deleting:   !m3m.DeletionTimestamp.IsZero(),
 	}
-	setCondition(m3m, infrav1.ReadyCondition, metav1.ConditionTrue, infrav1.ReadyReason, "")
+	// The data matters until the host is provisioned with it; a later
+	// rendering failure is reported but does not unready a running node.
+	if conditions.IsTrue(m3m, infrav1.HostProvisionedCondition) {
+		summary.Conditions = []string{infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition, infrav1.HostProvisionedCondition}
+	}
+	return readiness.Set(m3m, summary)
 }
 
 func setCondition(obj conditions.Setter, condType string, status metav1.ConditionStatus, reason, message string) {

@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -22,38 +38,39 @@ import (
 // by the host UID label, through CAPI's ClusterCache.
 func TestNodeProviderIDWithoutCloudProvider(t *testing.T) {
 	g := NewWithT(t)
+	nsTenantA := testNamespace(t, "tenant-a")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, withHosts)
 	workload := testenv.Start(t, testenv.Options{Scheme: scheme})
 	startControllers(t, mgmt, scheme)
-	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
 
-	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
+	cluster := workloadCluster{namespace: nsTenantA, name: "cluster-a"}
 	cluster.create(t, mgmt.Client)
-	m3c := &infrav1.Metal3Cluster{ObjectMeta: metav1ObjectMeta("tenant-a", "cluster-a")}
+	m3c := &infrav1.Metal3Cluster{ObjectMeta: metav1ObjectMeta(nsTenantA, "cluster-a")}
 	update(t, mgmt.Client, m3c, func() { m3c.Spec.CloudProviderEnabled = ptr.To(false) })
 	// The workload cluster's kubeconfig, where CAPI keeps it.
 	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "cluster-a-kubeconfig",
+		ObjectMeta: metav1.ObjectMeta{Namespace: nsTenantA, Name: "cluster-a-kubeconfig",
 			Labels: map[string]string{clusterv1.ClusterNameLabel: "cluster-a"}},
 		Data: map[string][]byte{"value": workload.UserKubeconfigWithGroups(t, "capi", "system:masters")},
 	})).To(Succeed())
 
-	availableHosts(t, mgmt.Client, "tenant-a", "host", 1)
+	availableHosts(t, mgmt.Client, nsTenantA, "host", 1)
 	m3m := cluster.machine(t, mgmt.Client, "worker-0", nil)
 	var host bmov1alpha1.BareMetalHost
 	g.Eventually(func(g Gomega) {
-		hosts := consumedHosts(g, mgmt.Client, "tenant-a")
-		g.Expect(hosts).To(HaveKey("tenant-a/worker-0"))
-		host = hosts["tenant-a/worker-0"]
+		hosts := consumedHosts(g, mgmt.Client, nsTenantA)
+		g.Expect(hosts).To(HaveKey(nsTenantA + "/worker-0"))
+		host = hosts[nsTenantA+"/worker-0"]
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	setHostState(t, mgmt.Client, &host, bmov1alpha1.StateProvisioned)
 
 	// The node boots and registers with the host's UID from its metadata.
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Labels: map[string]string{HostUIDNodeLabel: string(host.UID)}}}
 	g.Expect(workload.Client.Create(ctx, node)).To(Succeed())
-	want := "metal3://tenant-a/" + host.Name + "/" + m3m.Name
+	want := "metal3://" + nsTenantA + "/" + host.Name + "/" + m3m.Name
 	g.Eventually(func() (string, error) {
 		err := workload.Client.Get(ctx, client.ObjectKeyFromObject(node), node)
 		return node.Spec.ProviderID, err

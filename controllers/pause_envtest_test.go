@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -19,16 +35,17 @@ import (
 // template's automatedCleaningMode reaches its machines and their hosts.
 func TestPauseAndTemplatePropagation(t *testing.T) {
 	g := NewWithT(t)
+	nsTenantA := testNamespace(t, "tenant-a")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, withHosts)
 	startControllers(t, mgmt, scheme)
-	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
-	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
+	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
+	cluster := workloadCluster{namespace: nsTenantA, name: "cluster-a"}
 	cluster.create(t, mgmt.Client)
-	availableHosts(t, mgmt.Client, "tenant-a", "host", 2)
+	availableHosts(t, mgmt.Client, nsTenantA, "host", 2)
 	g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3MachineTemplate{
-		ObjectMeta: metav1ObjectMeta("tenant-a", "workers"),
+		ObjectMeta: metav1ObjectMeta(nsTenantA, "workers"),
 		Spec: infrav1.Metal3MachineTemplateSpec{Template: infrav1.Metal3MachineTemplateResource{Spec: infrav1.Metal3MachineSpec{
 			Image: infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: "http://172.22.0.1/images/node.qcow2.sha256sum"},
 		}}},
@@ -40,9 +57,9 @@ func TestPauseAndTemplatePropagation(t *testing.T) {
 		})
 	}
 	hostOf := func(g Gomega, machine string) bmov1alpha1.BareMetalHost {
-		hosts := consumedHosts(g, mgmt.Client, "tenant-a")
-		g.Expect(hosts).To(HaveKey("tenant-a/" + machine))
-		return hosts["tenant-a/"+machine]
+		hosts := consumedHosts(g, mgmt.Client, nsTenantA)
+		g.Expect(hosts).To(HaveKey(nsTenantA + "/" + machine))
+		return hosts[nsTenantA+"/"+machine]
 	}
 	g.Eventually(func(g Gomega) {
 		for _, name := range workers {
@@ -60,7 +77,7 @@ func TestPauseAndTemplatePropagation(t *testing.T) {
 	})
 
 	setPaused := func(paused bool) {
-		c := &clusterv1.Cluster{ObjectMeta: metav1ObjectMeta("tenant-a", "cluster-a")}
+		c := &clusterv1.Cluster{ObjectMeta: metav1ObjectMeta(nsTenantA, "cluster-a")}
 		update(t, mgmt.Client, c, func() { c.Spec.Paused = &paused })
 	}
 	setPaused(true)
@@ -77,12 +94,12 @@ func TestPauseAndTemplatePropagation(t *testing.T) {
 		g.Expect(hostOf(g, "worker-1").Annotations).To(HaveKeyWithValue(bmov1alpha1.PausedAnnotation, "maintenance"))
 	}).WithTimeout(3*time.Second).Should(Succeed(), "an operator's pause stays")
 
-	template := &infrav1.Metal3MachineTemplate{ObjectMeta: metav1ObjectMeta("tenant-a", "workers")}
+	template := &infrav1.Metal3MachineTemplate{ObjectMeta: metav1ObjectMeta(nsTenantA, "workers")}
 	update(t, mgmt.Client, template, func() { template.Spec.Template.Spec.AutomatedCleaningMode = ptr.To("disabled") })
 	g.Eventually(func(g Gomega) {
 		for _, name := range workers {
 			m := &infrav1.Metal3Machine{}
-			g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: name}, m)).To(Succeed())
+			g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: nsTenantA, Name: name}, m)).To(Succeed())
 			g.Expect(m.Spec.AutomatedCleaningMode).To(HaveValue(Equal("disabled")))
 		}
 		g.Expect(hostOf(g, "worker-0").Spec.AutomatedCleaningMode).To(Equal(bmov1alpha1.CleaningModeDisabled))
@@ -94,15 +111,16 @@ func TestPauseAndTemplatePropagation(t *testing.T) {
 // host before any other available one.
 func TestNodeReuse(t *testing.T) {
 	g := NewWithT(t)
+	nsTenantA := testNamespace(t, "tenant-a")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, withHosts)
 	startControllers(t, mgmt, scheme)
-	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
-	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
+	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
+	cluster := workloadCluster{namespace: nsTenantA, name: "cluster-a"}
 	cluster.create(t, mgmt.Client)
 	g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3MachineTemplate{
-		ObjectMeta: metav1ObjectMeta("tenant-a", "workers"),
+		ObjectMeta: metav1ObjectMeta(nsTenantA, "workers"),
 		Spec: infrav1.Metal3MachineTemplateSpec{NodeReuse: true, Template: infrav1.Metal3MachineTemplateResource{Spec: infrav1.Metal3MachineSpec{
 			Image: infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: "http://172.22.0.1/images/node.qcow2.sha256sum"},
 		}}},
@@ -110,13 +128,13 @@ func TestNodeReuse(t *testing.T) {
 	fromTemplate := func(m *infrav1.Metal3Machine) {
 		m.Annotations = map[string]string{clusterv1.TemplateClonedFromNameAnnotation: "workers"}
 	}
-	availableHosts(t, mgmt.Client, "tenant-a", "host", 1)
+	availableHosts(t, mgmt.Client, nsTenantA, "host", 1)
 	first := cluster.machine(t, mgmt.Client, "worker-0", fromTemplate)
 	var used bmov1alpha1.BareMetalHost
 	g.Eventually(func(g Gomega) {
-		hosts := consumedHosts(g, mgmt.Client, "tenant-a")
-		g.Expect(hosts).To(HaveKey("tenant-a/worker-0"))
-		used = hosts["tenant-a/worker-0"]
+		hosts := consumedHosts(g, mgmt.Client, nsTenantA)
+		g.Expect(hosts).To(HaveKey(nsTenantA + "/worker-0"))
+		used = hosts[nsTenantA+"/worker-0"]
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	setHostState(t, mgmt.Client, &used, bmov1alpha1.StateProvisioned)
 
@@ -129,13 +147,13 @@ func TestNodeReuse(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	setHostState(t, mgmt.Client, &used, bmov1alpha1.StateAvailable)
 	g.Eventually(func(g Gomega) {
-		g.Expect(consumedHosts(g, mgmt.Client, "tenant-a")).To(BeEmpty())
+		g.Expect(consumedHosts(g, mgmt.Client, nsTenantA)).To(BeEmpty())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	// Scale up with other hosts available: the kept host is taken first.
-	availableHosts(t, mgmt.Client, "tenant-a", "fresh", 3)
+	availableHosts(t, mgmt.Client, nsTenantA, "fresh", 3)
 	cluster.machine(t, mgmt.Client, "worker-1", fromTemplate)
 	g.Eventually(func(g Gomega) string {
-		return consumedHosts(g, mgmt.Client, "tenant-a")["tenant-a/worker-1"].Name
+		return consumedHosts(g, mgmt.Client, nsTenantA)[nsTenantA+"/worker-1"].Name
 	}).WithTimeout(30*time.Second).Should(Equal(used.Name), "the template's next machine reuses the host")
 }

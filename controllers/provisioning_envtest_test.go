@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -101,15 +117,16 @@ func provisionAndRelease(t *testing.T, mgmt client.Client, hostCluster client.Cl
 
 // TestProvisioningInCluster: the upstream CAPM3 flow, hosts next to the machines.
 func TestProvisioningInCluster(t *testing.T) {
+	nsTenantA := testNamespace(t, "tenant-a")
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, withHosts)
 	startControllers(t, mgmt, scheme)
-	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
-	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a"}
+	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
+	cluster := workloadCluster{namespace: nsTenantA, name: "cluster-a"}
 	cluster.create(t, mgmt.Client)
-	availableHosts(t, mgmt.Client, "tenant-a", "host", 3)
+	availableHosts(t, mgmt.Client, nsTenantA, "host", 3)
 	m3m := cluster.machine(t, mgmt.Client, "worker-0", nil)
-	provisionAndRelease(t, mgmt.Client, mgmt.Client, m3m, "tenant-a")
+	provisionAndRelease(t, mgmt.Client, mgmt.Client, m3m, nsTenantA)
 }
 
 // TestProvisioningThroughPools: the same flow with the hosts in other
@@ -117,32 +134,33 @@ func TestProvisioningInCluster(t *testing.T) {
 // template's machines through that template's own identity.
 func TestProvisioningThroughPools(t *testing.T) {
 	g := NewWithT(t)
+	nsTenantA, nsPoolEast, nsPoolGPU := testNamespace(t, "tenant-a"), testNamespace(t, "pool-east"), testNamespace(t, "pool-gpu")
 	ctx := context.Background()
 	scheme := testScheme(t)
 	mgmt := managementCluster(t, scheme, noHosts)
-	poolEast := poolCluster(t, scheme)
-	poolGPU := poolCluster(t, scheme)
+	poolEast := poolCluster(t, scheme, 0)
+	poolGPU := poolCluster(t, scheme, 1)
 	startControllers(t, mgmt, scheme)
 
-	mgmt.GrantInNamespace(t, "tenant-a", "nobody")
+	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
 	for _, pool := range []struct {
 		env              *testenv.Env
 		secret, poolName string
-	}{{poolEast, "pool-east-kubeconfig", "pool-east"}, {poolGPU, "pool-gpu-kubeconfig", "pool-gpu"}} {
-		pool.env.GrantInNamespace(t, pool.poolName, "tenant-a", testenv.HostProviderRules()...)
+	}{{poolEast, "pool-east-kubeconfig", nsPoolEast}, {poolGPU, "pool-gpu-kubeconfig", nsPoolGPU}} {
+		pool.env.GrantInNamespace(t, pool.poolName, nsTenantA, testenv.HostProviderRules()...)
 		g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1ObjectMeta("tenant-a", pool.secret),
-			Data:       map[string][]byte{"kubeconfig": pool.env.UserKubeconfig(t, "tenant-a", pool.poolName, pool.poolName)},
+			ObjectMeta: metav1ObjectMeta(nsTenantA, pool.secret),
+			Data:       map[string][]byte{"kubeconfig": pool.env.UserKubeconfig(t, nsTenantA, pool.poolName, pool.poolName)},
 		})).To(Succeed())
 		availableHosts(t, pool.env.Client, pool.poolName, "host", 2)
 	}
-	cluster := workloadCluster{namespace: "tenant-a", name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-east-kubeconfig"}}
+	cluster := workloadCluster{namespace: nsTenantA, name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-east-kubeconfig"}}
 	cluster.create(t, mgmt.Client)
 
 	// A machine of the cluster's default identity, and one stamped from a
 	// template overriding it, as CAPI would clone it.
 	g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3MachineTemplate{
-		ObjectMeta: metav1ObjectMeta("tenant-a", "gpu-workers"),
+		ObjectMeta: metav1ObjectMeta(nsTenantA, "gpu-workers"),
 		Spec: infrav1.Metal3MachineTemplateSpec{Template: infrav1.Metal3MachineTemplateResource{Spec: infrav1.Metal3MachineSpec{
 			IdentityRef: &infrav1.IdentityRef{Name: "pool-gpu-kubeconfig"},
 			Image:       infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: "http://172.22.0.1/images/node.qcow2.sha256sum"},
@@ -153,7 +171,7 @@ func TestProvisioningThroughPools(t *testing.T) {
 		"worker-0-metadata":    {"metaData": []byte("local-hostname: worker-0\n")},
 		"worker-0-networkdata": {"networkData": []byte(`{"links":[],"networks":[],"services":[]}`)},
 	} {
-		g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1ObjectMeta("tenant-a", name), Data: data})).To(Succeed())
+		g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1ObjectMeta(nsTenantA, name), Data: data})).To(Succeed())
 	}
 	worker := cluster.machine(t, mgmt.Client, "worker-0", func(m *infrav1.Metal3Machine) {
 		m.Spec.MetaData = &corev1.SecretReference{Name: "worker-0-metadata"}
@@ -165,17 +183,17 @@ func TestProvisioningThroughPools(t *testing.T) {
 	})
 
 	g.Eventually(func(g Gomega) {
-		g.Expect(consumedHosts(g, poolEast.Client, "pool-east")).To(HaveKey("tenant-a/worker-0"))
-		g.Expect(consumedHosts(g, poolGPU.Client, "pool-gpu")).To(HaveKey("tenant-a/gpu-0"))
+		g.Expect(consumedHosts(g, poolEast.Client, nsPoolEast)).To(HaveKey(nsTenantA + "/worker-0"))
+		g.Expect(consumedHosts(g, poolGPU.Client, nsPoolGPU)).To(HaveKey(nsTenantA + "/gpu-0"))
 	}).WithTimeout(30*time.Second).Should(Succeed(), "each machine lands in its own pool")
-	g.Expect(consumedHosts(g, poolEast.Client, "pool-east")).NotTo(HaveKey("tenant-a/gpu-0"))
-	g.Expect(consumedHosts(g, poolGPU.Client, "pool-gpu")).NotTo(HaveKey("tenant-a/worker-0"))
+	g.Expect(consumedHosts(g, poolEast.Client, nsPoolEast)).NotTo(HaveKey(nsTenantA + "/gpu-0"))
+	g.Expect(consumedHosts(g, poolGPU.Client, nsPoolGPU)).NotTo(HaveKey(nsTenantA + "/worker-0"))
 
 	// No host Secret is written in the management cluster.
 	secrets := &corev1.SecretList{}
-	g.Expect(mgmt.Client.List(ctx, secrets, client.InNamespace("tenant-a"), client.HasLabels{hostbinding.OwnerUIDLabel})).To(Succeed())
+	g.Expect(mgmt.Client.List(ctx, secrets, client.InNamespace(nsTenantA), client.HasLabels{hostbinding.OwnerUIDLabel})).To(Succeed())
 	g.Expect(secrets.Items).To(BeEmpty())
 
-	provisionAndRelease(t, mgmt.Client, poolEast.Client, worker, "pool-east")
-	provisionAndRelease(t, mgmt.Client, poolGPU.Client, gpu, "pool-gpu")
+	provisionAndRelease(t, mgmt.Client, poolEast.Client, worker, nsPoolEast)
+	provisionAndRelease(t, mgmt.Client, poolGPU.Client, gpu, nsPoolGPU)
 }

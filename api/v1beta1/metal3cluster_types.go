@@ -90,6 +90,12 @@ type Metal3ClusterStatus struct {
 	// +optional
 	Initialization Metal3ClusterInitializationStatus `json:"initialization,omitempty,omitzero"`
 
+	// observedGeneration is the generation of the spec that the status
+	// reports on.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
 	// conditions: Ready, Paused and IdentityReady.
 	// +optional
 	// +listType=map

@@ -104,6 +104,12 @@ type Metal3DataStatus struct {
 	// +optional
 	NetworkData *SecretReference `json:"networkData,omitempty"`
 
+	// observedGeneration is the generation of the spec that the status
+	// reports on.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
 	// conditions describe the state of the data: Ready, Paused and
 	// SecretsRendered.
 	// +optional

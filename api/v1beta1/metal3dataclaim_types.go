@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Condition of a Metal3DataClaim besides Ready and Paused.
+// Condition of a Metal3DataClaim besides Ready.
 // DataClaimFinalizer keeps a Metal3DataClaim until its Metal3Data, and with
 // it its index, is released.
 const DataClaimFinalizer = "metal3dataclaim.infrastructure.cluster.x-k8s.io"
@@ -64,8 +64,15 @@ type Metal3DataClaimStatus struct {
 	// +optional
 	ErrorMessage *string `json:"errorMessage,omitempty"`
 
-	// conditions describe the state of the claim: Ready, Paused and
-	// DataReady.
+	// observedGeneration is the generation of the spec that the status
+	// reports on.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions describe the state of the claim: Ready and DataReady.
+	// The Metal3DataTemplate controller writes them, so a claim pauses
+	// with its template and has no Paused condition of its own.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

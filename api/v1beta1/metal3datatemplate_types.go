@@ -80,6 +80,12 @@ type Metal3DataTemplateStatus struct {
 	// +optional
 	LastUpdated *metav1.Time `json:"lastUpdated,omitempty"`
 
+	// observedGeneration is the generation of the spec that the status
+	// reports on.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
 	// conditions describe the state of the template: Ready, Paused and
 	// IndexesAllocated.
 	// +optional

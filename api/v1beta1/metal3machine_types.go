@@ -153,6 +153,12 @@ type Metal3MachineStatus struct {
 	// +optional
 	Initialization Metal3MachineInitializationStatus `json:"initialization,omitempty,omitzero"`
 
+	// observedGeneration is the generation of the spec that the status
+	// reports on.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
 	// conditions: Ready, Paused, IdentityReady (when the machine overrides
 	// the identity), HostAssociated, HostProvisioned and DataReady.
 	// +optional

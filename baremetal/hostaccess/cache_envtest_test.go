@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package hostaccess
 
 import (
@@ -38,6 +54,18 @@ type twoClusters struct {
 	mgr        ctrl.Manager
 	cache      *IdentityCache
 	ctx        context.Context
+	namespaces map[string]string
+}
+
+// ns is the test's name for the namespace it calls base: the API servers
+// are shared with the package's other tests.
+func (tc *twoClusters) ns(base string) string {
+	if name, ok := tc.namespaces[base]; ok {
+		return name
+	}
+	name := uniqueNamespace(base)
+	tc.namespaces[base] = name
+	return name
 }
 
 func newScheme(t *testing.T) *k8sruntime.Scheme {
@@ -51,13 +79,17 @@ func newScheme(t *testing.T) *k8sruntime.Scheme {
 	return scheme
 }
 
-// startTwoClusters runs both API servers and a manager on the management one
-// with a Cache. Probes are fast so outages show within seconds.
+// startTwoClusters runs a manager with a Cache on the (shared) management
+// API server. Probes are fast so outages show within seconds.
 func startTwoClusters(t *testing.T) *twoClusters {
 	t.Helper()
 	scheme := newScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{Scheme: scheme, CRDs: testenv.ProviderCRDs(t)})
-	pool := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+	mgmt := sharedMgmt.Get(t, &suite, func(s testenv.T) *testenv.Env {
+		return testenv.Start(s, testenv.Options{Scheme: scheme, CRDs: testenv.ProviderCRDs(s)})
+	})
+	pool := sharedPool.Get(t, &suite, func(s testenv.T) *testenv.Env {
+		return testenv.Start(s, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(s)}})
+	})
 	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
@@ -96,13 +128,15 @@ func startTwoClusters(t *testing.T) *twoClusters {
 		defer cache.mu.Unlock()
 		return cache.ctx != nil
 	}).Should(BeTrue(), "remote cache should start")
-	return &twoClusters{mgmt: mgmt, pool: pool, mgr: mgr, cache: cache, ctx: ctx}
+	return &twoClusters{mgmt: mgmt, pool: pool, mgr: mgr, cache: cache, ctx: ctx, namespaces: map[string]string{}}
 }
 
 // tenant creates, for user, a pool namespace with the provider's Role and an
 // identity Secret in the management namespace, and returns the identity.
+// The namespaces are named as tc.ns names them.
 func (tc *twoClusters) tenant(t *testing.T, user, mgmtNamespace, poolNamespace string, rules ...testenv.Rule) identity.Identity {
 	t.Helper()
+	mgmtNamespace, poolNamespace = tc.ns(mgmtNamespace), tc.ns(poolNamespace)
 	if len(rules) == 0 {
 		rules = testenv.HostProviderRules()
 	}
@@ -139,12 +173,6 @@ func host(namespace, name string) *bmov1alpha1.BareMetalHost {
 	return &bmov1alpha1.BareMetalHost{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec:       bmov1alpha1.BareMetalHostSpec{Online: true, BootMACAddress: "00:11:22:33:44:55"},
-	}
-}
-
-func consumedBy(h *bmov1alpha1.BareMetalHost, namespace, name string) {
-	h.Spec.ConsumerRef = &corev1.ObjectReference{
-		APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Machine", Namespace: namespace, Name: name,
 	}
 }
 
@@ -209,23 +237,23 @@ func TestControllersWatchHostsThroughIdentities(t *testing.T) {
 	tc.tenant(t, "tenant-b", "tenant-b", "pool-b")
 
 	accessA := tc.hostAccess(t, tenantA)
-	g.Expect(accessA.Namespace()).To(Equal("pool-a"), "the hosts' namespace comes from the kubeconfig context")
+	g.Expect(accessA.Namespace()).To(Equal(tc.ns("pool-a")), "the hosts' namespace comes from the kubeconfig context")
 	g.Expect(tc.cache.Watch(tc.ctx, tenantA.Key, watcher)).To(Succeed())
 	g.Expect(tc.cache.Watch(tc.ctx, tenantA.Key, watcher)).To(Succeed(), "registering again is harmless")
 
-	g.Expect(tc.pool.Client.Create(tc.ctx, host("pool-a", "host-0"))).To(Succeed())
-	g.Expect(tc.pool.Client.Create(tc.ctx, host("pool-b", "host-0"))).To(Succeed())
-	g.Eventually(recorder.saw).WithTimeout(20*time.Second).Should(ContainElement(types.NamespacedName{Namespace: "pool-a", Name: "host-0"}),
+	g.Expect(tc.pool.Client.Create(tc.ctx, host(tc.ns("pool-a"), "host-0"))).To(Succeed())
+	g.Expect(tc.pool.Client.Create(tc.ctx, host(tc.ns("pool-b"), "host-0"))).To(Succeed())
+	g.Eventually(recorder.saw).WithTimeout(20*time.Second).Should(ContainElement(types.NamespacedName{Namespace: tc.ns("pool-a"), Name: "host-0"}),
 		"a host of the identity's namespace reaches the controller")
-	g.Consistently(recorder.saw).WithTimeout(2*time.Second).Should(HaveEach(types.NamespacedName{Namespace: "pool-a", Name: "host-0"}),
+	g.Consistently(recorder.saw).WithTimeout(2*time.Second).Should(HaveEach(types.NamespacedName{Namespace: tc.ns("pool-a"), Name: "host-0"}),
 		"only hosts the identity sees, and one watch however often it is registered")
 
 	// Rotation replaces the connection; the controller registers its watch
 	// again, as it does on every use of the identity.
-	tc.pool.GrantInNamespace(t, "pool-a", "tenant-a-rotated", testenv.HostProviderRules()...)
+	tc.pool.GrantInNamespace(t, tc.ns("pool-a"), "tenant-a-rotated", testenv.HostProviderRules()...)
 	secret := &corev1.Secret{}
 	g.Expect(tc.mgmt.Client.Get(tc.ctx, tenantA.Key.Secret(), secret)).To(Succeed())
-	secret.Data["kubeconfig"] = tc.pool.UserKubeconfig(t, "tenant-a-rotated", "pool", "pool-a")
+	secret.Data["kubeconfig"] = tc.pool.UserKubeconfig(t, "tenant-a-rotated", "pool", tc.ns("pool-a"))
 	g.Expect(tc.mgmt.Client.Update(tc.ctx, secret)).To(Succeed())
 	g.Eventually(func() (string, error) {
 		a, err := tc.cache.HostAccess(tc.ctx, tenantA)
@@ -235,8 +263,8 @@ func TestControllersWatchHostsThroughIdentities(t *testing.T) {
 		return whoAmI(tc.ctx, t, a), nil
 	}).WithTimeout(20 * time.Second).Should(Equal("tenant-a-rotated"))
 	g.Expect(tc.cache.Watch(tc.ctx, tenantA.Key, watcher)).To(Succeed())
-	g.Expect(tc.pool.Client.Create(tc.ctx, host("pool-a", "host-1"))).To(Succeed())
-	g.Eventually(recorder.saw).WithTimeout(20*time.Second).Should(ContainElement(types.NamespacedName{Namespace: "pool-a", Name: "host-1"}),
+	g.Expect(tc.pool.Client.Create(tc.ctx, host(tc.ns("pool-a"), "host-1"))).To(Succeed())
+	g.Eventually(recorder.saw).WithTimeout(20*time.Second).Should(ContainElement(types.NamespacedName{Namespace: tc.ns("pool-a"), Name: "host-1"}),
 		"host events flow through the new connection")
 }
 
@@ -273,10 +301,10 @@ func TestRotationStopsOldAccessor(t *testing.T) {
 	old := tc.cache.states[id.Key].accessor
 	tc.cache.mu.Unlock()
 
-	tc.pool.GrantInNamespace(t, "pool-a", "tenant-a-rotated", testenv.HostProviderRules()...)
+	tc.pool.GrantInNamespace(t, tc.ns("pool-a"), "tenant-a-rotated", testenv.HostProviderRules()...)
 	secret := &corev1.Secret{}
 	g.Expect(tc.mgmt.Client.Get(tc.ctx, id.Key.Secret(), secret)).To(Succeed())
-	secret.Data["kubeconfig"] = tc.pool.UserKubeconfig(t, "tenant-a-rotated", "pool", "pool-a")
+	secret.Data["kubeconfig"] = tc.pool.UserKubeconfig(t, "tenant-a-rotated", "pool", tc.ns("pool-a"))
 	g.Expect(tc.mgmt.Client.Update(tc.ctx, secret)).To(Succeed())
 
 	g.Eventually(func() (string, error) {
@@ -311,11 +339,11 @@ func TestIdentityLifetime(t *testing.T) {
 
 	// A machine recording the identity in its status, as the Metal3Machine
 	// controller does, and another one leaving it.
-	user := machine("tenant-a", "worker-0")
+	user := machine(tc.ns("tenant-a"), "worker-0")
 	g.Expect(tc.mgmt.Client.Create(tc.ctx, user)).To(Succeed())
-	user.Status.Identity = identity.Status(id, "pool-a")
+	user.Status.Identity = identity.Status(id, tc.ns("pool-a"))
 	g.Expect(tc.mgmt.Client.Status().Update(tc.ctx, user)).To(Succeed())
-	leaving := machine("tenant-a", "worker-1")
+	leaving := machine(tc.ns("tenant-a"), "worker-1")
 	g.Expect(tc.mgmt.Client.Create(tc.ctx, leaving)).To(Succeed())
 
 	before := runtime.NumGoroutine()
@@ -420,7 +448,7 @@ func TestIdentityErrors(t *testing.T) {
 		g.Eventually(func() string {
 			_, err := tc.cache.HostAccess(tc.ctx, id)
 			return reasonAndMessage(err)
-		}).WithTimeout(20 * time.Second).Should(And(HavePrefix(infrav1.IdentityContextNotFoundReason), ContainSubstring("tenant-ctx/tenant-ctx-kubeconfig")))
+		}).WithTimeout(20 * time.Second).Should(And(HavePrefix(infrav1.IdentityContextNotFoundReason), ContainSubstring(tc.ns("tenant-ctx")+"/tenant-ctx-kubeconfig")))
 	})
 }
 

@@ -1,7 +1,35 @@
-// Package remote owns every client that talks to a cluster where
-// BareMetalHosts live. Managers never build clients: they ask the Cache for a
-// HostAccess for an identity.Identity, and the in-cluster identity is just another
-// HostAccess, so provisioning has one code path whatever the tenancy.
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package hostaccess owns every client that talks to a cluster where
+// BareMetalHosts live. Nothing else builds one: controllers ask the Cache
+// for a HostAccess for an identity.Identity, and the in-cluster identity is
+// just another HostAccess, so provisioning has one code path whatever the
+// tenancy.
+//
+// The Cache (cache.go) is the interface controllers program against, shaped
+// like CAPI's ClusterCache: HostAccess for a client, Watch to run their own
+// watches on the hosts' cluster of an identity, Source for the requests an
+// identity Secret raises, Release when an object stops using an identity.
+// IdentityCache implements it: connection.go connects, probes, backs off and
+// disconnects identities; routing.go delivers Secret changes to the
+// controllers' sources, starts their watches, and finds who still uses an
+// identity through identity.UsedIndex; accessor.go is one connection's
+// client and informer cache. Package fake implements the Cache for unit
+// tests.
 //
 // Kubeconfigs come from tenants and are treated as untrusted input: anything
 // that would make the controller run a program or read one of its own files

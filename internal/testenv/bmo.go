@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package testenv
 
 import (
@@ -5,7 +21,6 @@ import (
 	"context"
 	"net"
 	"sync"
-	"testing"
 )
 
 // BMODir returns the directory holding the baremetal-operator binary and its
@@ -14,7 +29,7 @@ func BMODir() (string, error) { return bmoTool.Dir() }
 
 // BMOCRDPath is the directory of BareMetalHost (and related) CRDs matching the
 // BMO binary, for Options.CRDDirectoryPaths.
-func BMOCRDPath(t testing.TB) string {
+func BMOCRDPath(t T) string {
 	t.Helper()
 	return bmoTool.crdPath(t)
 }
@@ -22,7 +37,7 @@ func BMOCRDPath(t testing.TB) string {
 // StartBMO runs the real Bare Metal Operator in test mode (its fixture
 // provisioner stands in for Ironic) against the environment, until the test
 // ends. Its output is shown if the test fails.
-func (e *Env) StartBMO(t testing.TB, podNamespace string) {
+func (e *Env) StartBMO(t T, podNamespace string) {
 	t.Helper()
 	e.runTool(t, bmoTool, []string{"POD_NAMESPACE=" + podNamespace},
 		"--test-mode",
@@ -34,7 +49,7 @@ func (e *Env) StartBMO(t testing.TB, podNamespace string) {
 
 // FreeLoopbackAddr returns a loopback host:port that was free a moment ago,
 // for servers a test starts (probes, metrics, webhooks).
-func FreeLoopbackAddr(t testing.TB) string {
+func FreeLoopbackAddr(t T) string {
 	t.Helper()
 	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package testenv
 
 import (
@@ -6,7 +22,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -16,7 +31,7 @@ var (
 )
 
 // moduleDir is where module (a dependency in go.mod) sits in the module cache.
-func moduleDir(t testing.TB, module string) string {
+func moduleDir(t T, module string) string {
 	t.Helper()
 	moduleDirsMu.Lock()
 	defer moduleDirsMu.Unlock()
@@ -42,21 +57,21 @@ func moduleDir(t testing.TB, module string) string {
 
 // CAPICRDPath is the directory of the Cluster API core CRDs of the CAPI
 // version in go.mod.
-func CAPICRDPath(t testing.TB) string {
+func CAPICRDPath(t T) string {
 	t.Helper()
 	return filepath.Join(moduleDir(t, "sigs.k8s.io/cluster-api"), "core", "config", "crd", "bases")
 }
 
 // CAPIModuleDir is where the Cluster API module of go.mod sits, for tests
 // that render its config/ (the components clusterctl would install).
-func CAPIModuleDir(t testing.TB) string {
+func CAPIModuleDir(t T) string {
 	t.Helper()
 	return moduleDir(t, "sigs.k8s.io/cluster-api")
 }
 
 // CAPIKubeadmCRDPaths are the directories of the kubeadm bootstrap and
 // control plane CRDs of the CAPI version in go.mod.
-func CAPIKubeadmCRDPaths(t testing.TB) []string {
+func CAPIKubeadmCRDPaths(t T) []string {
 	t.Helper()
 	capi := CAPIModuleDir(t)
 	return []string{
@@ -74,7 +89,7 @@ var certManagerCRDs = struct {
 // CertManagerCRDPath is the directory of cert-manager's CRDs of the version
 // clusterctl installs, fetched once by hack/tools-bin.sh. With them in
 // place clusterctl init finds cert-manager's API and installs nothing of it.
-func CertManagerCRDPath(t testing.TB) string {
+func CertManagerCRDPath(t T) string {
 	t.Helper()
 	certManagerCRDs.once.Do(func() {
 		certManagerCRDs.dir, certManagerCRDs.err = runToolsBin("cert-manager-crds")

@@ -1,9 +1,24 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package testenv
 
 import (
 	"os"
 	"path/filepath"
-	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,7 +49,7 @@ type Env struct {
 }
 
 // Start runs a fresh API server for the test and stops it when the test ends.
-func Start(t testing.TB, opts Options) *Env {
+func Start(t T, opts Options) *Env {
 	t.Helper()
 	assets, err := AssetsDir()
 	if err != nil {
@@ -68,7 +83,7 @@ func Start(t testing.TB, opts Options) *Env {
 
 // WriteKubeconfig writes an admin kubeconfig for the environment to a file in
 // the test's temporary directory and returns its path.
-func (e *Env) WriteKubeconfig(t testing.TB) string {
+func (e *Env) WriteKubeconfig(t T) string {
 	t.Helper()
 	user, err := e.AddUser(envtest.User{Name: "test-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {

@@ -1,6 +1,20 @@
-package testenv
+/*
+Copyright The Metal3 Authors.
 
-import "testing"
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package testenv
 
 // InClusterIPAMDir returns the directory holding the CAPI in-cluster IPAM
 // provider binary (ipam-incluster) and its pool CRDs (crds/), building them
@@ -11,14 +25,14 @@ func InClusterIPAMDir() (string, error) { return inClusterIPAMTool.Dir() }
 // (InClusterIPPool, GlobalInClusterIPPool and the prefix pools), for
 // Options.CRDDirectoryPaths. The IPAddressClaim and IPAddress CRDs it serves
 // are CAPI's own, from CAPICRDPath.
-func InClusterIPAMCRDPath(t testing.TB) string {
+func InClusterIPAMCRDPath(t T) string {
 	t.Helper()
 	return inClusterIPAMTool.crdPath(t)
 }
 
 // StartInClusterIPAM runs the real CAPI in-cluster IPAM provider against the
 // environment, until the test ends. Its output is shown if the test fails.
-func (e *Env) StartInClusterIPAM(t testing.TB) {
+func (e *Env) StartInClusterIPAM(t T) {
 	t.Helper()
 	e.runTool(t, inClusterIPAMTool, nil,
 		// Port 0 skips registering the pool webhooks, so no serving certs

@@ -1,10 +1,25 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package testenv
 
 import (
 	"net"
 	"os"
 	"path/filepath"
-	"testing"
 
 	certutil "k8s.io/client-go/util/cert"
 )
@@ -15,7 +30,7 @@ func IPAMDir() (string, error) { return ipamTool.Dir() }
 
 // IPAMCRDPath is the directory of the IPPool, IPClaim and IPAddress CRDs
 // matching the IPAM binary, for Options.CRDDirectoryPaths.
-func IPAMCRDPath(t testing.TB) string {
+func IPAMCRDPath(t T) string {
 	t.Helper()
 	return ipamTool.crdPath(t)
 }
@@ -26,7 +41,7 @@ func IPAMCRDPath(t testing.TB) string {
 // Besides IPAMCRDPath, the environment needs Cluster API's CRDs (CAPICRDPath):
 // the IPAM also serves CAPI IPAddressClaims and cannot start its controllers
 // without the ipam.cluster.x-k8s.io kinds.
-func (e *Env) StartIPAM(t testing.TB) {
+func (e *Env) StartIPAM(t T) {
 	t.Helper()
 	// The IPAM always registers its webhooks and has no flag to turn the
 	// webhook server off, and that server will not start without a serving
@@ -54,7 +69,7 @@ func (e *Env) StartIPAM(t testing.TB) {
 
 // writeSelfSignedCert puts a serving certificate for localhost in dir under
 // the names controller-runtime's webhook server reads (tls.crt, tls.key).
-func writeSelfSignedCert(t testing.TB, dir string) {
+func writeSelfSignedCert(t T, dir string) {
 	t.Helper()
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
 	if err != nil {

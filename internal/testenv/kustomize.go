@@ -1,8 +1,23 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package testenv
 
 import (
 	"path/filepath"
-	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,7 +29,7 @@ import (
 // KustomizeBuild renders a kustomization directory of the repository (e.g.
 // "config/crd") exactly as `kustomize build` would, so tests install what
 // users install rather than the raw controller-gen output.
-func KustomizeBuild(t testing.TB, dir string) []*unstructured.Unstructured {
+func KustomizeBuild(t T, dir string) []*unstructured.Unstructured {
 	t.Helper()
 	root, err := ModuleRoot()
 	if err != nil {
@@ -36,7 +51,7 @@ func KustomizeBuild(t testing.TB, dir string) []*unstructured.Unstructured {
 }
 
 // ProviderCRDs returns the provider's CRDs built from config/crd, labels included.
-func ProviderCRDs(t testing.TB) []*apiextensionsv1.CustomResourceDefinition {
+func ProviderCRDs(t T) []*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, obj := range KustomizeBuild(t, "config/crd") {

@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package testenv
 
 import (
@@ -10,7 +26,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -19,7 +34,7 @@ import (
 // same port, certificates and etcd, so clients holding the old kubeconfig
 // reconnect as they would to a real server coming back. envtest's own
 // Stop/Start cannot do this: it generates new certificates on restart.
-func (e *Env) StopAPIServer(t testing.TB) (restart func()) {
+func (e *Env) StopAPIServer(t T) (restart func()) {
 	t.Helper()
 	server, err := url.Parse(e.Config.Host)
 	if err != nil {
@@ -59,7 +74,7 @@ func (e *Env) StopAPIServer(t testing.TB) (restart func()) {
 
 // findAPIServer finds the kube-apiserver serving on port among this
 // process's children and returns its pid, argv and environment.
-func findAPIServer(t testing.TB, port string) (int, []string, []string) {
+func findAPIServer(t T, port string) (int, []string, []string) {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

@@ -1,8 +1,23 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package testenv
 
 import (
 	"context"
-	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -14,7 +29,7 @@ import (
 
 // UserKubeconfigWithGroups returns a kubeconfig with inline credentials for
 // a new certificate user in groups, with the environment's default context.
-func (e *Env) UserKubeconfigWithGroups(t testing.TB, user string, groups ...string) []byte {
+func (e *Env) UserKubeconfigWithGroups(t T, user string, groups ...string) []byte {
 	t.Helper()
 	authn, err := e.AddUser(envtest.User{Name: user, Groups: groups}, nil)
 	if err != nil {
@@ -30,7 +45,7 @@ func (e *Env) UserKubeconfigWithGroups(t testing.TB, user string, groups ...stri
 // UserKubeconfig adds a certificate user to the environment and returns a
 // kubeconfig for it with inline credentials, one context named contextName
 // whose namespace is namespace (empty: none).
-func (e *Env) UserKubeconfig(t testing.TB, user, contextName, namespace string) []byte {
+func (e *Env) UserKubeconfig(t T, user, contextName, namespace string) []byte {
 	t.Helper()
 	authn, err := e.AddUser(envtest.User{Name: user}, nil)
 	if err != nil {
@@ -64,7 +79,7 @@ type Rule struct {
 
 // GrantInNamespace creates namespace if needed and a Role with rules bound
 // to user there.
-func (e *Env) GrantInNamespace(t testing.TB, namespace, user string, rules ...Rule) {
+func (e *Env) GrantInNamespace(t T, namespace, user string, rules ...Rule) {
 	t.Helper()
 	ctx := context.Background()
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package testenv
 
 import (
@@ -6,7 +22,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -37,7 +52,7 @@ func (b *builtTool) Dir() (string, error) {
 	return b.dir, b.err
 }
 
-func (b *builtTool) crdPath(t testing.TB) string {
+func (b *builtTool) crdPath(t T) string {
 	t.Helper()
 	dir, err := b.Dir()
 	if err != nil {
@@ -50,7 +65,7 @@ func (b *builtTool) crdPath(t testing.TB) string {
 // after it, with args and extraEnv, until the test ends. The kubeconfig is
 // handed over in KUBECONFIG, which every controller-runtime manager reads.
 // The tool's output is shown if the test fails.
-func (e *Env) runTool(t testing.TB, tool *builtTool, extraEnv []string, args ...string) {
+func (e *Env) runTool(t T, tool *builtTool, extraEnv []string, args ...string) {
 	t.Helper()
 	dir, err := tool.Dir()
 	if err != nil {

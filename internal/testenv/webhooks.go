@@ -1,3 +1,19 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package testenv
 
 import (
@@ -6,7 +22,6 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
-	"testing"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,7 +34,7 @@ import (
 // ProviderWebhookPaths is the provider's generated webhook configuration,
 // for Options.WebhookPaths: envtest installs it pointing at its local
 // serving address, which ServeProviderWebhooks then serves.
-func ProviderWebhookPaths(t testing.TB) []string {
+func ProviderWebhookPaths(t T) []string {
 	t.Helper()
 	root, err := ModuleRoot()
 	if err != nil {
@@ -31,7 +46,7 @@ func ProviderWebhookPaths(t testing.TB) []string {
 // ServeProviderWebhooks runs the provider's defaulting and validating
 // webhooks for the environment (started with ProviderWebhookPaths) until the
 // test ends, and returns once they answer.
-func (e *Env) ServeProviderWebhooks(t testing.TB) {
+func (e *Env) ServeProviderWebhooks(t T) {
 	t.Helper()
 	wio := e.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
