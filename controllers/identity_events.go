@@ -17,12 +17,15 @@ limitations under the License.
 package controllers
 
 import (
+	"context"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
@@ -35,14 +38,21 @@ const maxEventNoteBytes = 1024
 // breaking or recovering is what `kubectl describe` and event-based alerts
 // must show. Its note is the condition's message, which never carries what
 // a server answered.
-func recordIdentityTransition(recorder events.EventRecorder, obj runtime.Object, previous *metav1.Condition, current metav1.Condition) {
-	if recorder == nil || current.Reason == infrav1.IdentityInClusterReason {
+func recordIdentityTransition(ctx context.Context, recorder events.EventRecorder, obj client.Object, previous *metav1.Condition, current metav1.Condition) {
+	if current.Reason == infrav1.IdentityInClusterReason {
 		return
 	}
 	if previous == nil && current.Status == metav1.ConditionTrue {
 		return
 	}
 	if previous != nil && previous.Status == current.Status && previous.Reason == current.Reason {
+		return
+	}
+	// The log line carries the object and the reason (Forbidden,
+	// Unreachable, ServerNotAllowed…) as keys, so operators can filter on them.
+	ctrl.LoggerFrom(ctx).Info("Identity state changed", "object", klog.KObj(obj),
+		"status", current.Status, "reason", current.Reason, "message", current.Message)
+	if recorder == nil {
 		return
 	}
 	eventType := corev1.EventTypeNormal

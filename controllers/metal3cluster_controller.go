@@ -150,7 +150,7 @@ func (r *Metal3ClusterReconciler) reconcileNormal(ctx context.Context, m3c *infr
 	access, identityErr := r.Identities.HostAccess(ctx, id)
 	identityCondition := identity.Condition(id, hostaccess.NamespaceOf(access), identityErr)
 	identityCondition.ObservedGeneration = m3c.Generation
-	recordIdentityTransition(r.Recorder, m3c, conditions.Get(m3c, infrav1.IdentityReadyCondition), identityCondition)
+	recordIdentityTransition(ctx, r.Recorder, m3c, conditions.Get(m3c, infrav1.IdentityReadyCondition), identityCondition)
 	conditions.Set(m3c, identityCondition)
 	m3c.Status.Identity = identity.Status(id, hostaccess.NamespaceOf(access))
 	m3c.Status.FailureDomains = baremetal.ClusterFailureDomains(m3c)

@@ -262,7 +262,7 @@ func (r *Metal3MachineReconciler) reportIdentity(ctx context.Context, m3m *infra
 	}
 	cond := identity.Condition(id, hostaccess.NamespaceOf(access), err)
 	cond.ObservedGeneration = m3m.Generation
-	recordIdentityTransition(r.Recorder, m3m, conditions.Get(m3m, infrav1.IdentityReadyCondition), cond)
+	recordIdentityTransition(ctx, r.Recorder, m3m, conditions.Get(m3m, infrav1.IdentityReadyCondition), cond)
 	conditions.Set(m3m, cond)
 	return nil
 }

@@ -266,8 +266,6 @@ func (c *IdentityCache) recordFailure(key identity.Key, secretVersion, hash stri
 	if changed {
 		// Operators and tenants want to see an identity refused or failing,
 		// once per change rather than at every retry.
-		ctrl.Log.WithName("hostaccess").Info("Identity cannot be used",
-			"identity", key.String(), "secret", klog.KRef(key.SecretNamespace, key.SecretName), "reason", ie.Reason, "message", ie.Message)
 		c.event(key, corev1.EventTypeWarning, "Identity"+ie.Reason, "Connect", ie.Message)
 	}
 }
@@ -355,9 +353,12 @@ func (c *IdentityCache) disconnect(acc *accessor, err *identity.Error) {
 	state.retryAt = time.Now().Add(c.backoff(state.failures))
 }
 
-// event records an Event on the identity's Secret, where its users (the
-// tenant) look for it; no recorder, no Event.
+// event records a connection decision: a structured log line for operators
+// and an Event on the identity's Secret, where its users (the tenant) look
+// for it; no recorder, no Event.
 func (c *IdentityCache) event(key identity.Key, eventType, reason, action, note string) {
+	ctrl.Log.WithName("hostaccess").Info(note, "identity", key.String(),
+		"secret", klog.KRef(key.SecretNamespace, key.SecretName), "action", action, "reason", reason)
 	if c.opts.Recorder == nil || key.IsInCluster() {
 		return
 	}

@@ -28,7 +28,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
@@ -92,7 +94,11 @@ func hostView(bmh *bmov1alpha1.BareMetalHost) *Host {
 	return view
 }
 
-func (m *bmhBinding) event(eventType, reason, note string, args ...any) {
+// event records a binding decision where users look for it: an Event on the
+// Metal3Machine and a structured log line keyed by the machine and the host.
+func (m *bmhBinding) event(ctx context.Context, host *bmov1alpha1.BareMetalHost, eventType, reason, note string, args ...any) {
+	ctrl.LoggerFrom(ctx).Info(fmt.Sprintf(note, args...), "metal3Machine", klog.KObj(m.M3Machine),
+		"host", klog.KObj(host), "reason", reason)
 	if m.Recorder != nil {
 		m.Recorder.Eventf(m.M3Machine, nil, eventType, reason, "BindHost", note, args...)
 	}
@@ -156,13 +162,13 @@ func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 		host, err := m.claim(ctx, candidate)
 		if err == nil {
 			m.recordAssociation(host)
-			m.event(corev1.EventTypeNormal, "HostClaimed", "Claimed host %s/%s", host.Namespace, host.Name)
+			m.event(ctx, host, corev1.EventTypeNormal, "HostClaimed", "Claimed host %s/%s", host.Namespace, host.Name)
 			return hostView(host), nil
 		}
 		if !errors.Is(err, errLostRace) {
 			return nil, err
 		}
-		m.event(corev1.EventTypeNormal, "HostClaimLost", "Host %s/%s was claimed by someone else first; trying another", candidate.Namespace, candidate.Name)
+		m.event(ctx, candidate, corev1.EventTypeNormal, "HostClaimLost", "Host %s/%s was claimed by someone else first; trying another", candidate.Namespace, candidate.Name)
 	}
 	return nil, ErrNoAvailableHost
 }
@@ -476,7 +482,7 @@ func (m *bmhBinding) Release(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	m.deleteHostSecrets(ctx, host.Namespace)
-	m.event(corev1.EventTypeNormal, "HostReleased", "Released host %s/%s", host.Namespace, host.Name)
+	m.event(ctx, host, corev1.EventTypeNormal, "HostReleased", "Released host %s/%s", host.Namespace, host.Name)
 	return true, nil
 }
 
