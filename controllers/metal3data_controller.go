@@ -193,8 +193,10 @@ func (r *Metal3DataReconciler) reconcileNormal(ctx context.Context, data *infrav
 		}
 		return ctrl.Result{}, err
 	}
-	// Nothing is claimed or written before the finalizer is persisted.
-	if controllerutil.AddFinalizer(data, infrav1.DataFinalizer) {
+	// Nothing is claimed or written before the finalizer and the consumer
+	// ID (which names the Secrets next to the host) are persisted.
+	addedFinalizer := controllerutil.AddFinalizer(data, infrav1.DataFinalizer)
+	if infrav1.EnsureConsumerID(data) || addedFinalizer {
 		return ctrl.Result{}, nil
 	}
 	// The data's progress reaches its claim through the Metal3DataTemplate

@@ -50,11 +50,14 @@ const (
 
 func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machineScope) (ctrl.Result, error) {
 	m3m := s.m3m
-	// The finalizer is persisted before any host is touched: a machine
-	// deleted between a claim and the finalizer would leave its host
-	// claimed forever. The deferred patch saves it and its update event
-	// brings the next reconcile.
-	if controllerutil.AddFinalizer(m3m, infrav1.Metal3MachineFinalizer) {
+	// The finalizer and the consumer ID are persisted before any host is
+	// touched: a machine deleted between a claim and the finalizer would
+	// leave its host claimed forever, and one moved by clusterctl between
+	// a claim and its consumer ID could not find its host again. The
+	// deferred patch saves them and its update event brings the next
+	// reconcile.
+	addedFinalizer := controllerutil.AddFinalizer(m3m, infrav1.Metal3MachineFinalizer)
+	if infrav1.EnsureConsumerID(m3m) || addedFinalizer {
 		return ctrl.Result{}, nil
 	}
 	if ref := m3m.Spec.IdentityRef; ref != nil {

@@ -212,7 +212,7 @@ func (m *bmhBinding) claim(ctx context.Context, candidate *bmov1alpha1.BareMetal
 	}
 	host.Spec.ConsumerRef = &corev1.ObjectReference{
 		APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Machine",
-		Namespace: m.M3Machine.Namespace, Name: m.M3Machine.Name, UID: m.M3Machine.UID,
+		Namespace: m.M3Machine.Namespace, Name: m.M3Machine.Name, UID: infrav1.ConsumerID(m.M3Machine),
 	}
 	if host.Labels == nil {
 		host.Labels = map[string]string{}
@@ -336,12 +336,15 @@ func (m *bmhBinding) recordAssociation(host *bmov1alpha1.BareMetalHost) {
 	m.M3Machine.Status.NetworkData = host.Spec.NetworkData
 }
 
-// consumes reports whether host's consumerRef is this machine. The UID
-// distinguishes a machine from an earlier one of the same name.
+// consumes reports whether host's consumerRef is this machine. Its UID is
+// the machine's consumer ID, which tells a machine from an earlier one of the
+// same name, or from a same-named machine of another management cluster, and
+// stays the same when clusterctl move gives the machine a new UID.
 func (m *bmhBinding) consumes(host *bmov1alpha1.BareMetalHost) bool {
 	ref := host.Spec.ConsumerRef
 	return ref != nil && ref.Kind == "Metal3Machine" && ref.Name == m.M3Machine.Name &&
-		ref.Namespace == m.M3Machine.Namespace && (ref.UID == "" || ref.UID == m.M3Machine.UID)
+		ref.Namespace == m.M3Machine.Namespace &&
+		(ref.UID == "" || ref.UID == infrav1.ConsumerID(m.M3Machine))
 }
 
 func (m *bmhBinding) failureDomain() string {

@@ -78,6 +78,17 @@ func newBindingFixture(t *testing.T, funcs interceptor.Funcs, hosts ...client.Ob
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0", UID: "uid-worker-0"},
 		Spec:       infrav1.Metal3MachineSpec{Image: infrav1.Image{URL: "http://images/node.qcow2", Checksum: "abc"}},
 	}
+	// The controller persists the consumer ID before binding.
+	infrav1.EnsureConsumerID(m3m)
+	pool := fake.NewClientBuilder().WithScheme(scheme).WithObjects(hosts...).WithInterceptorFuncs(funcs).Build()
+	return &bindingFixture{pool: pool, m3m: m3m, binding: bmhBindingFor(t, pool, m3m)}
+}
+
+// bmhBindingFor binds m3m of tenant-a, whose Machine takes its bootstrap
+// data from the management cluster, to hosts in pool.
+func bmhBindingFor(t *testing.T, pool client.Client, m3m *infrav1.Metal3Machine) Binding {
+	t.Helper()
+	scheme := testScheme(t)
 	machine := &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0"},
 		Spec:       clusterv1.MachineSpec{Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("worker-0-bootstrap")}},
@@ -86,16 +97,11 @@ func newBindingFixture(t *testing.T, funcs interceptor.Funcs, hosts ...client.Ob
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0-bootstrap"},
 		Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
 	}).Build()
-	pool := fake.NewClientBuilder().WithScheme(scheme).WithObjects(hosts...).WithInterceptorFuncs(funcs).Build()
 	access := &fakeaccess.HostAccess{IdentityKey: identity.InCluster, HostNamespace: poolNamespace, HostClient: pool}
-	return &bindingFixture{
-		pool: pool,
-		m3m:  m3m,
-		binding: ForBareMetalHosts(Options{
-			Client: mgmt, Access: access, Cluster: &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c"}},
-			Machine: machine, M3Machine: m3m,
-		}),
-	}
+	return ForBareMetalHosts(Options{
+		Client: mgmt, Access: access, Cluster: &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c"}},
+		Machine: machine, M3Machine: m3m,
+	})
 }
 
 func (f *bindingFixture) host(t *testing.T, name string) *bmov1alpha1.BareMetalHost {
@@ -278,5 +284,60 @@ func TestReleaseFindsUnrecordedClaim(t *testing.T) {
 	}
 	if f.host(t, "host-0").Spec.ConsumerRef != nil {
 		t.Fatal("the unrecorded claim is not released")
+	}
+}
+
+// TestMovedMachineKeepsItsHost: clusterctl move gives a Metal3Machine a new
+// UID and keeps its annotations. The moved machine finds its host and its
+// Secrets by its consumer ID; a same-named machine of another management
+// cluster (its own UID, its own consumer ID) never does.
+func TestMovedMachineKeepsItsHost(t *testing.T) {
+	ctx := context.Background()
+	f := newBindingFixture(t, interceptor.Funcs{}, availableHost("host-0"))
+	if _, err := f.binding.Bind(ctx); err != nil {
+		t.Fatal(err)
+	}
+	userData := f.host(t, "host-0").Spec.UserData
+
+	moved := f.m3m.DeepCopy()
+	moved.UID = "uid-worker-0-after-move"
+	elsewhere := &infrav1.Metal3Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0", UID: "uid-worker-0-other-management"},
+		Spec:       f.m3m.Spec,
+	}
+	infrav1.EnsureConsumerID(elsewhere)
+
+	host, err := bmhBindingFor(t, f.pool, moved).Host(ctx)
+	if err != nil || host == nil || host.Name != "host-0" {
+		t.Fatalf("moved machine: Host = %v, %v; want host-0", host, err)
+	}
+	if got := hostSecretName(moved, UserDataPurpose); got != userData.Name {
+		t.Errorf("moved machine names its user data %s, the host has %s", got, userData.Name)
+	}
+
+	other := bmhBindingFor(t, f.pool, elsewhere)
+	if host, err := other.Host(ctx); host != nil || err != nil {
+		t.Fatalf("same-named machine elsewhere: Host = %v, %v; want none yet", host, err)
+	}
+	if _, err := other.Bind(ctx); !errors.Is(err, ErrNoAvailableHost) {
+		t.Fatalf("same-named machine elsewhere: Bind = %v, want ErrNoAvailableHost (the only host is taken)", err)
+	}
+	if done, err := other.Release(ctx); err != nil || !done {
+		t.Fatalf("same-named machine elsewhere: Release = %v, %v", done, err)
+	}
+	// Even pointed at the host by hand, it is not its host.
+	elsewhere.Annotations[infrav1.HostAnnotation] = poolNamespace + "/host-0"
+	if _, err := other.Host(ctx); !errors.Is(err, ErrHostNotFound) {
+		t.Fatalf("same-named machine elsewhere, annotated: Host = %v, want ErrHostNotFound", err)
+	}
+	if done, err := other.Release(ctx); err != nil || !done {
+		t.Fatalf("same-named machine elsewhere, annotated: Release = %v, %v", done, err)
+	}
+	if bmh := f.host(t, "host-0"); bmh.Spec.ConsumerRef == nil || bmh.Spec.ConsumerRef.UID != "uid-worker-0" || bmh.Spec.UserData == nil {
+		t.Fatalf("another management cluster's machine changed the host: %+v", bmh.Spec)
+	}
+	secret := &corev1.Secret{}
+	if err := f.pool.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: userData.Name}, secret); err != nil {
+		t.Fatalf("the moved machine's user data is gone: %v", err)
 	}
 }

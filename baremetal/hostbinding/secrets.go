@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 )
 
@@ -43,8 +44,9 @@ const (
 
 const (
 	// OwnerUIDLabel on a Secret next to a host names the object it was
-	// written for. Names repeat across tenants (two tenants may both have a
-	// worker-0); UIDs do not.
+	// written for by its consumer ID (infrav1.ConsumerID). Names repeat
+	// across tenants (two tenants may both have a worker-0); consumer IDs
+	// do not, and they survive clusterctl move.
 	OwnerUIDLabel = "infrastructure.cluster.x-k8s.io/owner-uid"
 	// OwnerAnnotation says, for people, which object the Secret belongs to:
 	// "<kind> <namespace>/<name>".
@@ -56,10 +58,11 @@ const (
 var ErrSecretOwnedByOther = errors.New("a Secret of that name exists and belongs to another object")
 
 // hostSecretName names a Secret written next to a host for owner. The hash
-// of the owner's UID makes it unique across tenants and management clusters
-// sharing one pool namespace; the readable part helps people find it.
+// of the owner's consumer ID makes it unique across tenants and management
+// clusters sharing one pool namespace, and the same after a move; the
+// readable part helps people find it.
 func hostSecretName(owner metav1.Object, purpose string) string {
-	sum := sha256.Sum256([]byte(owner.GetUID()))
+	sum := sha256.Sum256([]byte(infrav1.ConsumerID(owner)))
 	name := owner.GetName()
 	if len(name) > 200 {
 		name = name[:200]
@@ -82,7 +85,7 @@ func WriteSecret(ctx context.Context, access hostaccess.HostAccess, host *Host,
 		secret = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: name.Namespace, Name: name.Name,
-				Labels:          map[string]string{OwnerUIDLabel: string(owner.GetUID())},
+				Labels:          map[string]string{OwnerUIDLabel: string(infrav1.ConsumerID(owner))},
 				Annotations:     map[string]string{OwnerAnnotation: fmt.Sprintf("%s %s/%s", ownerKind, owner.GetNamespace(), owner.GetName())},
 				OwnerReferences: []metav1.OwnerReference{host.Owner},
 			},
@@ -94,7 +97,7 @@ func WriteSecret(ctx context.Context, access hostaccess.HostAccess, host *Host,
 		}
 	case err != nil:
 		return nil, fmt.Errorf("get Secret %s: %w", name, err)
-	case secret.Labels[OwnerUIDLabel] != string(owner.GetUID()):
+	case secret.Labels[OwnerUIDLabel] != string(infrav1.ConsumerID(owner)):
 		return nil, fmt.Errorf("%w: %s (owner %q)", ErrSecretOwnedByOther, name, secret.Annotations[OwnerAnnotation])
 	case sameData(secret.Data, data):
 		// Unchanged: rendering runs on every reconcile, writing would not.
@@ -118,7 +121,7 @@ func DeleteSecret(ctx context.Context, access hostaccess.HostAccess, namespace s
 		}
 		return fmt.Errorf("get Secret %s: %w", name, err)
 	}
-	if secret.Labels[OwnerUIDLabel] != string(owner.GetUID()) {
+	if secret.Labels[OwnerUIDLabel] != string(infrav1.ConsumerID(owner)) {
 		return nil
 	}
 	// The UID precondition keeps a Secret re-created meanwhile by someone else.

@@ -57,6 +57,18 @@ func validateIdentityRef(ref *infrav1.IdentityRef, path *field.Path) field.Error
 	return errs
 }
 
+// validateConsumerIDUnchanged keeps the consumer ID annotation as it was
+// once set: hosts and Secrets in the pool know the object by it, and a
+// different one would orphan them (or take someone else's).
+func validateConsumerIDUnchanged(oldAnnotations, newAnnotations map[string]string) field.ErrorList {
+	old := oldAnnotations[infrav1.ConsumerIDAnnotation]
+	if old == "" || newAnnotations[infrav1.ConsumerIDAnnotation] == old {
+		return nil
+	}
+	path := field.NewPath("metadata", "annotations").Key(infrav1.ConsumerIDAnnotation)
+	return field.ErrorList{field.Forbidden(path, "cannot be changed or removed once set: the pool knows the object by it")}
+}
+
 // validateLocalSecretName checks a Secret reference that the provider reads
 // with its own credentials. Such a Secret must be in the referring object's
 // namespace: otherwise a tenant could make the provider copy another

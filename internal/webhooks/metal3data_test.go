@@ -173,12 +173,28 @@ func TestMetal3DataValidateCreate(t *testing.T) {
 }
 
 func TestMetal3DataValidateUpdate(t *testing.T) {
+	consumerID := func(id string) func(*infrav1.Metal3Data) {
+		return func(d *infrav1.Metal3Data) {
+			d.Annotations = map[string]string{infrav1.ConsumerIDAnnotation: id}
+		}
+	}
 	tests := []struct {
 		name       string
+		old        func(*infrav1.Metal3Data)
 		mutate     func(*infrav1.Metal3Data)
 		wantFields []string
 	}{
 		{name: "unchanged", mutate: func(*infrav1.Metal3Data) {}},
+		{name: "consumer ID set for the first time", mutate: consumerID("6f1c")},
+		{name: "consumer ID kept", old: consumerID("6f1c"), mutate: consumerID("6f1c")},
+		{
+			name: "consumer ID changed", old: consumerID("6f1c"), mutate: consumerID("9a2e"),
+			wantFields: []string{"metadata.annotations[" + infrav1.ConsumerIDAnnotation + "]"},
+		},
+		{
+			name: "consumer ID removed", old: consumerID("6f1c"), mutate: func(d *infrav1.Metal3Data) { d.Annotations = nil },
+			wantFields: []string{"metadata.annotations[" + infrav1.ConsumerIDAnnotation + "]"},
+		},
 		{
 			name:   "templateReference changed",
 			mutate: func(d *infrav1.Metal3Data) { d.Spec.TemplateReference = "workload-1-workers" },
@@ -212,6 +228,10 @@ func TestMetal3DataValidateUpdate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			oldD, newD := validData(), validData()
+			if tc.old != nil {
+				tc.old(oldD)
+				tc.old(newD)
+			}
 			tc.mutate(newD)
 			_, err := (&Metal3Data{}).ValidateUpdate(context.Background(), oldD, newD)
 			expectFieldErrors(t, err, tc.wantFields...)

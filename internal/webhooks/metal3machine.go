@@ -102,6 +102,7 @@ func (*Metal3Machine) ValidateCreate(_ context.Context, m *infrav1.Metal3Machine
 func (*Metal3Machine) ValidateUpdate(_ context.Context, oldMachine, newMachine *infrav1.Metal3Machine) (admission.Warnings, error) {
 	path := field.NewPath("spec")
 	errs := validateMetal3MachineSpec(&newMachine.Spec, newMachine.Namespace, path)
+	errs = append(errs, validateConsumerIDUnchanged(oldMachine.Annotations, newMachine.Annotations)...)
 	if host := oldMachine.Annotations[infrav1.HostAnnotation]; host != "" &&
 		!equality.Semantic.DeepEqual(oldMachine.Spec.IdentityRef, newMachine.Spec.IdentityRef) {
 		errs = append(errs, field.Forbidden(path.Child("identityRef"),

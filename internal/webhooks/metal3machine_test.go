@@ -488,6 +488,15 @@ func TestMetal3MachineValidateUpdate(t *testing.T) {
 		}
 	}
 	none := func(*infrav1.Metal3Machine) {}
+	consumerID := func(id string) func(*infrav1.Metal3Machine) {
+		return func(m *infrav1.Metal3Machine) {
+			if m.Annotations == nil {
+				m.Annotations = map[string]string{}
+			}
+			m.Annotations[infrav1.ConsumerIDAnnotation] = id
+		}
+	}
+	const consumerIDField = "metadata.annotations[" + infrav1.ConsumerIDAnnotation + "]"
 
 	tests := []struct {
 		name       string
@@ -496,6 +505,20 @@ func TestMetal3MachineValidateUpdate(t *testing.T) {
 		wantFields []string
 	}{
 		{name: "unchanged, associated", old: associated, new: associated},
+		{name: "consumer ID set for the first time", old: none, new: consumerID("6f1c")},
+		{name: "consumer ID kept", old: both(associated, consumerID("6f1c")), new: both(associated, consumerID("6f1c"))},
+		{
+			name:       "consumer ID changed",
+			old:        both(associated, consumerID("6f1c")),
+			new:        both(associated, consumerID("9a2e")),
+			wantFields: []string{consumerIDField},
+		},
+		{
+			name:       "consumer ID removed",
+			old:        both(associated, consumerID("6f1c")),
+			new:        associated,
+			wantFields: []string{consumerIDField},
+		},
 		{
 			name:       "identityRef changed while associated",
 			old:        both(associated, withIdentity("pool-east-kubeconfig")),

@@ -54,21 +54,19 @@ const (
 	clusterName     = "tenant-a-1"
 )
 
-// TestMoveCarriesEveryKindOfOurs: after the provider has provisioned a
-// tenant's machine through a remote pool, `clusterctl move` (dry run: what
-// it would move) takes every kind of ours in the tenant's namespace, and the
-// identity Secret, and nothing of the Bare Metal Operator: the hosts and the
-// Secrets written next to them stay in the pool.
-func TestMoveCarriesEveryKindOfOurs(t *testing.T) {
+// TestMoveWithRemotePool: after the provider has provisioned a tenant's
+// machine through a remote pool, `clusterctl move` (dry run: what it would
+// move) takes every kind of ours in the tenant's namespace, and the identity
+// Secret, and nothing of the Bare Metal Operator: the hosts and the Secrets
+// written next to them stay in the pool. The real move to a second
+// management cluster then gives every object a new UID; the provider there
+// finds the same host, which is neither deprovisioned nor reprovisioned, and
+// deleting the machine there returns the host with no Secret of ours left.
+func TestMoveWithRemotePool(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := moveScheme(t)
-	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: scheme,
-		CRDs:   testenv.ProviderCRDs(t),
-		CRDDirectoryPaths: append([]string{testenv.CAPICRDPath(t), testenv.IPAMCRDPath(t), testenv.CertManagerCRDPath(t)},
-			testenv.CAPIKubeadmCRDPaths(t)...),
-	})
+	mgmt := startManagementCluster(t, scheme)
 	pool := testenv.Start(t, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
 	pool.StartBMO(t, poolNamespace)
 	pool.GrantInNamespace(t, poolNamespace, "tenant-a", testenv.HostProviderRules()...)
@@ -98,18 +96,18 @@ func TestMoveCarriesEveryKindOfOurs(t *testing.T) {
 
 	// Our controllers do their part: claim the host through the identity,
 	// render the data next to it, own and label what they must.
-	stop := startProvider(t, mgmt)
+	stopSource := startProvider(t, mgmt)
+	source := &infrav1.Metal3Machine{}
 	g.Eventually(func(g Gomega) {
-		m3m := &infrav1.Metal3Machine{}
-		g.Expect(mgmt.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: tenantNamespace, Name: "worker-0"}, m3m)).To(Succeed())
-		g.Expect(m3m.Status.RenderedData).NotTo(BeNil(), "the machine's data is rendered")
-		g.Expect(ptr.Deref(m3m.Status.Initialization.Provisioned, false)).To(BeTrue(), "the host is provisioned")
+		g.Expect(mgmt.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: tenantNamespace, Name: "worker-0"}, source)).To(Succeed())
+		g.Expect(source.Status.RenderedData).NotTo(BeNil(), "the machine's data is rendered")
+		g.Expect(ptr.Deref(source.Status.Initialization.Provisioned, false)).To(BeTrue(), "the host is provisioned")
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-	stop()
 
 	// The management cluster becomes one clusterctl knows; then the dry run.
-	initManagementCluster(t, mgmt, localRepository(t))
-	moved := dryRunMove(t, mgmt)
+	repo := localRepository(t)
+	initManagementCluster(t, mgmt, repo)
+	moved := dryRunMove(t, mgmt, repo)
 	t.Logf("clusterctl move would create: %v", moved)
 
 	for _, want := range []string{
@@ -133,6 +131,15 @@ func TestMoveCarriesEveryKindOfOurs(t *testing.T) {
 	g.Expect(host.Spec.ConsumerRef).NotTo(BeNil())
 	g.Expect(host.Spec.MetaData).NotTo(BeNil())
 	g.Expect(pool.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: poolNamespace, Name: host.Spec.MetaData.Name}, &corev1.Secret{})).To(Succeed())
+
+	// The real move, with the source's provider still running: it sees
+	// the Cluster paused, as clusterctl leaves it, and must not let go of
+	// anything while its objects are deleted.
+	target := startManagementCluster(t, scheme)
+	initManagementCluster(t, target, repo)
+	move(t, mgmt, target, repo)
+	stopSource()
+	assertMovedMachineKeepsItsHost(t, target, pool, source, host)
 }
 
 func hasKind(name, kind string) bool { return len(name) > len(kind) && name[:len(kind)+1] == kind+"/" }
@@ -307,12 +314,12 @@ func startProvider(t *testing.T, mgmt *testenv.Env) func() {
 // dryRunMove runs `clusterctl move --dry-run` for the tenant's namespace and
 // returns what it would create in the target, as "Kind/name": the dry run
 // logs each object it would move, as the CLI prints with -v 1.
-func dryRunMove(t *testing.T, mgmt *testenv.Env) []string {
+func dryRunMove(t *testing.T, mgmt *testenv.Env, repo *repository) []string {
 	t.Helper()
 	sink := &moveRecorder{}
 	clusterctllog.SetLogger(logr.New(sink))
 	defer clusterctllog.SetLogger(logr.Discard())
-	c := newClusterctl(t, localRepository(t).config(t))
+	c := newClusterctl(t, repo.config(t))
 	if err := c.Move(context.Background(), client.MoveOptions{
 		FromKubeconfig: client.Kubeconfig{Path: mgmt.WriteKubeconfig(t)}, Namespace: tenantNamespace, DryRun: true,
 	}); err != nil {
