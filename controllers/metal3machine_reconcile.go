@@ -106,6 +106,7 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 		}
 	}
 
+	published := m3m.Spec.ProviderID
 	provisioned, err := s.binding.Sync(ctx, host)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -116,8 +117,18 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 			fmt.Sprintf("Host %s reports an error: %s", host, host.ErrorMessage))
 	case provisioned:
 		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionTrue, infrav1.ProvisionedReason, "")
+		result, nodeHasIt, err := r.setNodeProviderID(ctx, s, host)
+		if published == nil && !nodeHasIt {
+			// Cluster API looks for the Node by the providerID once, when
+			// the machine publishes it, and hears of Nodes only once the
+			// control plane is initialized: the Node carries it first (as
+			// upstream CAPM3 does), else the first control-plane Machine
+			// would wait for a Node event that never comes.
+			m3m.Spec.ProviderID = nil
+			return result, err
+		}
 		m3m.Status.Initialization.Provisioned = ptr.To(true)
-		return r.setNodeProviderID(ctx, s, host)
+		return result, err
 	default:
 		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.ProvisioningReason,
 			fmt.Sprintf("Host %s is %s", host, stateOrRegistering(host)))

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,42 +43,46 @@ const (
 
 // setNodeProviderID writes the machine's provider ID on its workload Node
 // when the cluster runs no cloud provider: CAPI matches Nodes to Machines by
-// provider ID. Workload clients come from CAPI's ClusterCache.
-func (r *Metal3MachineReconciler) setNodeProviderID(ctx context.Context, s *machineScope, host *hostbinding.Host) (ctrl.Result, error) {
+// provider ID. Workload clients come from CAPI's ClusterCache. nodeHasIt
+// is true once nothing is left for the provider to do: the Node carries
+// the provider ID, or a cloud provider (or no workload access at all) sets
+// it instead.
+func (r *Metal3MachineReconciler) setNodeProviderID(ctx context.Context, s *machineScope, host *hostbinding.Host) (_ ctrl.Result, nodeHasIt bool, _ error) {
 	if r.ClusterCache == nil {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, true, nil
 	}
 	enabled, err := r.cloudProviderEnabled(ctx, s.cluster)
 	if err != nil || enabled {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, enabled, err
 	}
 	workload, err := r.ClusterCache.GetClient(ctx, client.ObjectKeyFromObject(s.cluster))
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("Workload cluster not reachable yet to set the Node's providerID", "reason", err.Error())
-		return ctrl.Result{RequeueAfter: nodeRequeue}, nil
+		return ctrl.Result{RequeueAfter: nodeRequeue}, false, nil
 	}
 	nodes := &corev1.NodeList{}
 	if err := workload.List(ctx, nodes, client.MatchingLabels{HostUIDNodeLabel: string(host.UID)}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list workload Nodes of host %s/%s: %w", host.Namespace, host.Name, err)
+		return ctrl.Result{}, false, fmt.Errorf("list workload Nodes of host %s/%s: %w", host.Namespace, host.Name, err)
 	}
 	if len(nodes.Items) == 0 {
-		return ctrl.Result{RequeueAfter: nodeRequeue}, nil
+		return ctrl.Result{RequeueAfter: nodeRequeue}, false, nil
 	}
 	node := &nodes.Items[0]
 	providerID := ptr.Deref(s.m3m.Spec.ProviderID, "")
 	if node.Spec.ProviderID == providerID {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, true, nil
 	}
 	if node.Spec.ProviderID != "" {
 		// spec.providerID is immutable once set; someone else set it.
-		return ctrl.Result{}, fmt.Errorf("node %s has providerID %q, not %q", node.Name, node.Spec.ProviderID, providerID)
+		return ctrl.Result{}, false, fmt.Errorf("node %s has providerID %q, not %q", node.Name, node.Spec.ProviderID, providerID)
 	}
 	patch := client.MergeFrom(node.DeepCopy())
 	node.Spec.ProviderID = providerID
 	if err := workload.Patch(ctx, node, patch); err != nil {
-		return ctrl.Result{}, fmt.Errorf("set providerID of node %s: %w", node.Name, err)
+		return ctrl.Result{}, false, fmt.Errorf("set providerID of node %s: %w", node.Name, err)
 	}
-	return ctrl.Result{}, nil
+	ctrl.LoggerFrom(ctx).Info("Set the Node's providerID", "node", klog.KObj(node), "providerID", providerID)
+	return ctrl.Result{}, true, nil
 }
 
 // cloudProviderEnabled reads the Metal3Cluster's setting: enabled unless

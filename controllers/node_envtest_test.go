@@ -67,6 +67,14 @@ func TestNodeProviderIDWithoutCloudProvider(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	setHostState(t, mgmt.Client, &host, bmov1alpha1.StateProvisioned)
 
+	// Cluster API looks the Node up when the machine publishes its
+	// providerID: not before the Node carries it.
+	g.Consistently(func(g Gomega) {
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3m), m3m)).To(Succeed())
+		g.Expect(m3m.Spec.ProviderID).To(BeNil(), "no providerID while the Node is not registered")
+		g.Expect(m3m.Status.Initialization.Provisioned).To(BeNil())
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+
 	// The node boots and registers with the host's UID from its metadata.
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Labels: map[string]string{HostUIDNodeLabel: string(host.UID)}}}
 	g.Expect(workload.Client.Create(ctx, node)).To(Succeed())
@@ -75,4 +83,9 @@ func TestNodeProviderIDWithoutCloudProvider(t *testing.T) {
 		err := workload.Client.Get(ctx, client.ObjectKeyFromObject(node), node)
 		return node.Spec.ProviderID, err
 	}).WithTimeout(60*time.Second).Should(Equal(want), "the Node gets the machine's provider ID")
+	g.Eventually(func(g Gomega) {
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3m), m3m)).To(Succeed())
+		g.Expect(m3m.Spec.ProviderID).To(HaveValue(Equal(want)), "then the machine publishes it")
+		g.Expect(m3m.Status.Initialization.Provisioned).To(HaveValue(BeTrue()))
+	}).WithTimeout(60 * time.Second).Should(Succeed())
 }

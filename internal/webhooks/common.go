@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util/topology"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -59,10 +60,16 @@ func validateIdentityRef(ref *infrav1.IdentityRef, path *field.Path) field.Error
 
 // validateConsumerIDUnchanged keeps the consumer ID annotation as it was
 // once set: hosts and Secrets in the pool know the object by it, and a
-// different one would orphan them (or take someone else's).
+// different one would orphan them (or take someone else's). clusterctl
+// move replaces all annotations of a source object by its delete-for-move
+// annotation just before deleting it (the copy in the target keeps the ID):
+// that is allowed.
 func validateConsumerIDUnchanged(oldAnnotations, newAnnotations map[string]string) field.ErrorList {
 	old := oldAnnotations[infrav1.ConsumerIDAnnotation]
 	if old == "" || newAnnotations[infrav1.ConsumerIDAnnotation] == old {
+		return nil
+	}
+	if _, moved := newAnnotations[clusterctlv1.DeleteForMoveAnnotation]; moved {
 		return nil
 	}
 	path := field.NewPath("metadata", "annotations").Key(infrav1.ConsumerIDAnnotation)

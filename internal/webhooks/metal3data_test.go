@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
@@ -194,6 +195,13 @@ func TestMetal3DataValidateUpdate(t *testing.T) {
 		{
 			name: "consumer ID removed", old: consumerID("6f1c"), mutate: func(d *infrav1.Metal3Data) { d.Annotations = nil },
 			wantFields: []string{"metadata.annotations[" + infrav1.ConsumerIDAnnotation + "]"},
+		},
+		{
+			// clusterctl move's JSON patch before it deletes the source.
+			name: "annotations replaced by clusterctl move's delete-for-move", old: consumerID("6f1c"),
+			mutate: func(d *infrav1.Metal3Data) {
+				d.Annotations = map[string]string{clusterctlv1.DeleteForMoveAnnotation: ""}
+			},
 		},
 		{
 			name:   "templateReference changed",

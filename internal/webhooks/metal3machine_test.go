@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/ptr"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
@@ -518,6 +519,14 @@ func TestMetal3MachineValidateUpdate(t *testing.T) {
 			old:        both(associated, consumerID("6f1c")),
 			new:        associated,
 			wantFields: []string{consumerIDField},
+		},
+		{
+			// clusterctl move's JSON patch before it deletes the source.
+			name: "annotations replaced by clusterctl move's delete-for-move",
+			old:  both(associated, consumerID("6f1c")),
+			new: func(m *infrav1.Metal3Machine) {
+				m.Annotations = map[string]string{clusterctlv1.DeleteForMoveAnnotation: ""}
+			},
 		},
 		{
 			name:       "identityRef changed while associated",
