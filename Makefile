@@ -79,6 +79,14 @@ test: test-binaries ## Unit and envtest integration tests (builds the binaries t
 test-binaries: ## Build (once) every binary the tests run: envtest, BMO, both IPAM providers; fetch cert-manager CRDs.
 	@for tool in envtest bmo ipam incluster-ipam cert-manager-crds; do bash hack/tools-bin.sh $$tool >/dev/null; done
 
+.PHONY: test-e2e
+test-e2e: test-binaries ## End-to-end suite (test/e2e): Cluster API, the provider built from this tree and BMO over real API servers.
+	KUBEBUILDER_ASSETS="$$(bash hack/tools-bin.sh envtest)" go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/ -ginkgo.v $(E2E_ARGS)
+
+.PHONY: demo
+demo: test-binaries ## The whole provider live with Go alone: servers, BMO, CAPI, a pool and a cluster from templates/ (DEMO_ARGS=--exit-when-ready to end once every Machine runs).
+	KUBEBUILDER_ASSETS="$$(bash hack/tools-bin.sh envtest)" go run ./test/e2e/demo $(DEMO_ARGS)
+
 .PHONY: test-fuzz
 test-fuzz: ## Run every fuzz target for FUZZ_TIME each.
 	@for pkg in $$(go list ./...); do \

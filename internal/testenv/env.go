@@ -19,6 +19,7 @@ package testenv
 import (
 	"os"
 	"path/filepath"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,9 @@ type Options struct {
 	// WebhookPaths hold webhook configuration manifests to install; envtest
 	// rewrites them to point at its local webhook server.
 	WebhookPaths []string
+	// Webhooks, when set, are the whole webhook installation (WebhookPaths
+	// are added to it): for configurations built in code and CRD conversion.
+	Webhooks *envtest.WebhookInstallOptions
 }
 
 // Env is one running kube-apiserver with its etcd.
@@ -61,10 +65,14 @@ func Start(t T, opts Options) *Env {
 		CRDs:                  opts.CRDs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                opts.Scheme,
+		// A server that many controllers watch takes longer than envtest's
+		// default 20 s to drain them when it stops.
+		ControlPlaneStopTimeout: 90 * time.Second,
 	}
-	if len(opts.WebhookPaths) > 0 {
-		env.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: opts.WebhookPaths}
+	if opts.Webhooks != nil {
+		env.WebhookInstallOptions = *opts.Webhooks
 	}
+	env.WebhookInstallOptions.Paths = append(env.WebhookInstallOptions.Paths, opts.WebhookPaths...)
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("start envtest API server: %v", err)

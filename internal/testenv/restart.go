@@ -48,10 +48,16 @@ func (e *Env) StopAPIServer(t T) (restart func()) {
 	if err := proc.Signal(syscall.SIGTERM); err != nil {
 		t.Fatalf("stop kube-apiserver: %v", err)
 	}
-	// The process is envtest's child and is reaped by it; wait until it is gone.
-	deadline := time.Now().Add(30 * time.Second)
+	// The process is envtest's child and is reaped by it; wait until it is
+	// gone. A server with many watchers can take long to drain them: after
+	// a while it is killed, as a crash would end it.
+	killAt, deadline := time.Now().Add(10*time.Second), time.Now().Add(40*time.Second)
 	for processAlive(pid) {
-		if time.Now().After(deadline) {
+		now := time.Now()
+		if now.After(killAt) {
+			_ = proc.Signal(syscall.SIGKILL)
+		}
+		if now.After(deadline) {
 			t.Fatalf("kube-apiserver %d did not stop", pid)
 		}
 		time.Sleep(50 * time.Millisecond)

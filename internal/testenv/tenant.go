@@ -18,12 +18,17 @@ package testenv
 
 import (
 	"context"
+	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -109,4 +114,54 @@ func HostProviderRules() []Rule {
 		{Group: "metal3.io", Resource: "baremetalhosts", Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		{Group: "", Resource: "secrets", Verbs: []string{"get", "create", "update", "delete"}},
 	}
+}
+
+// ServiceAccountKubeconfig creates the ServiceAccount name in namespace,
+// bound to a Role with rules, and returns a kubeconfig with a token for it
+// (TokenRequest, valid for expiry) and one context whose namespace is
+// namespace: what a pool admin hands a tenant. Deleting the ServiceAccount
+// revokes the token.
+func (e *Env) ServiceAccountKubeconfig(t T, namespace, name string, expiry time.Duration, rules ...Rule) []byte {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", namespace, err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	for _, r := range rules {
+		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{r.Group}, Resources: []string{r.Resource}, Verbs: r.Verbs})
+	}
+	for _, obj := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}},
+		role,
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: namespace}},
+		},
+	} {
+		if err := e.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("create %T %s/%s: %v", obj, namespace, name, err)
+		}
+	}
+	clientset, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		t.Fatalf("clientset: %v", err)
+	}
+	seconds := int64(expiry.Seconds())
+	token, err := clientset.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for ServiceAccount %s/%s: %v", namespace, name, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["pool"] = &clientcmdapi.Cluster{Server: e.Config.Host, CertificateAuthorityData: e.Config.CAData}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "pool", AuthInfo: name, Namespace: namespace}
+	cfg.CurrentContext = name
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatalf("write kubeconfig for ServiceAccount %s/%s: %v", namespace, name, err)
+	}
+	return out
 }

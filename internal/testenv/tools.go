@@ -62,30 +62,38 @@ func (b *builtTool) crdPath(t T) string {
 }
 
 // runTool runs tool against the environment as a system:masters user named
-// after it, with args and extraEnv, until the test ends. The kubeconfig is
-// handed over in KUBECONFIG, which every controller-runtime manager reads.
-// The tool's output is shown if the test fails.
+// after it, with args and extraEnv, until the test ends (see RunProcess).
 func (e *Env) runTool(t T, tool *builtTool, extraEnv []string, args ...string) {
 	t.Helper()
 	dir, err := tool.Dir()
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	user, err := e.AddUser(envtest.User{Name: tool.binary, Groups: []string{"system:masters"}}, nil)
+	e.RunProcess(t, filepath.Join(dir, tool.binary), extraEnv, args...)
+}
+
+// RunProcess runs the controller binary at path against the environment as
+// a system:masters user named after it, with args and extraEnv, until the
+// test ends. The kubeconfig is handed over in KUBECONFIG, which every
+// controller-runtime manager reads. Its output is shown if the test fails.
+func (e *Env) RunProcess(t T, path string, extraEnv []string, args ...string) {
+	t.Helper()
+	name := filepath.Base(path)
+	user, err := e.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		t.Fatalf("add %s user: %v", tool.binary, err)
+		t.Fatalf("add %s user: %v", name, err)
 	}
 	kubeconfig, err := user.KubeConfig()
 	if err != nil {
-		t.Fatalf("%s kubeconfig: %v", tool.binary, err)
+		t.Fatalf("%s kubeconfig: %v", name, err)
 	}
-	kubeconfigPath := filepath.Join(t.TempDir(), tool.binary+"-kubeconfig")
+	kubeconfigPath := filepath.Join(t.TempDir(), name+"-kubeconfig")
 	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		t.Fatalf("write %s kubeconfig: %v", tool.binary, err)
+		t.Fatalf("write %s kubeconfig: %v", name, err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, tool.binary), args...)
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfigPath), extraEnv...)
 	var output syncBuffer
 	cmd.Stdout = &output
@@ -93,13 +101,13 @@ func (e *Env) runTool(t T, tool *builtTool, extraEnv []string, args ...string) {
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		cancel()
-		t.Fatalf("start %s: %v", tool.binary, err)
+		t.Fatalf("start %s: %v", name, err)
 	}
 	t.Cleanup(func() {
 		cancel()
 		_ = cmd.Wait()
 		if t.Failed() {
-			t.Logf("%s output:\n%s", tool.binary, output.String())
+			t.Logf("%s output:\n%s", name, output.String())
 		}
 	})
 }

@@ -45,8 +45,9 @@ func ProviderWebhookPaths(t T) []string {
 
 // ServeProviderWebhooks runs the provider's defaulting and validating
 // webhooks for the environment (started with ProviderWebhookPaths) until the
-// test ends, and returns once they answer.
-func (e *Env) ServeProviderWebhooks(t T) {
+// test ends, and returns once they answer. others register more webhooks
+// (or conversions) on the same server.
+func (e *Env) ServeProviderWebhooks(t T, others ...func(ctrl.Manager) error) {
 	t.Helper()
 	wio := e.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
@@ -60,8 +61,10 @@ func (e *Env) ServeProviderWebhooks(t T) {
 	if err != nil {
 		t.Fatalf("create webhook manager: %v", err)
 	}
-	if err := webhooks.SetupWithManager(mgr); err != nil {
-		t.Fatalf("set up webhooks: %v", err)
+	for _, setup := range append([]func(ctrl.Manager) error{webhooks.SetupWithManager}, others...) {
+		if err := setup(mgr); err != nil {
+			t.Fatalf("set up webhooks: %v", err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

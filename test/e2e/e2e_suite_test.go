@@ -1,0 +1,74 @@
+//go:build e2e
+
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package e2e is the provider's end-to-end suite: Cluster API's core
+// controllers, the provider built from this tree and the real Bare Metal
+// Operator, over real API servers (test/e2e/env). Run it with
+// `make test-e2e`.
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/cluster-api/test/framework"
+	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/go-logr/logr"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
+)
+
+var (
+	ctx         = context.Background()
+	e2eConfig   *clusterctl.E2EConfig
+	environment *env.Environment
+	// management is the first management cluster, as Cluster API's
+	// framework sees it.
+	management framework.ClusterProxy
+)
+
+func TestE2E(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "metal3 e2e")
+}
+
+var _ = BeforeSuite(func() {
+	data, err := os.ReadFile(filepath.Join("config", "e2e.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	e2eConfig = &clusterctl.E2EConfig{}
+	Expect(yaml.Unmarshal(data, e2eConfig)).To(Succeed())
+
+	By("Starting the management, pool and workload API servers, Cluster API, the Bare Metal Operator and the provider")
+	environment = env.Start(GinkgoT())
+	management = framework.NewClusterProxy(environment.Management.Name,
+		environment.Management.WriteKubeconfig(GinkgoT()), env.Scheme())
+	DeferCleanup(func() { management.Dispose(ctx) })
+})
+
+// intervals are the suite's wait intervals for key (config/e2e.yaml).
+func intervals(key string) []any {
+	return e2eConfig.GetIntervals("default", key)
+}

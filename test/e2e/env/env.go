@@ -1,0 +1,164 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package env is the end-to-end environment of the provider, with no
+// container and no kind: real API servers (envtest's kube-apiserver and
+// etcd) for the management clusters, the BareMetalHost pool and the
+// workload cluster; Cluster API's core controllers and webhooks in-process;
+// the provider's manager as a process built from this tree; the real Bare
+// Metal Operator in test mode on the pool; and a stand-in for kubelet that
+// registers a Node for every provisioned host. The e2e suite (test/e2e) and
+// `make demo` (test/e2e/demo) both run on it.
+package env
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1"
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ipamv1alpha1 "sigs.k8s.io/cluster-api/api/ipam/v1alpha1"
+	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1"
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	runtimev1alpha1 "sigs.k8s.io/cluster-api/api/runtime/v1alpha1"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+)
+
+// Scheme holds every kind the environment's clients read and write: both
+// versions of Cluster API's kinds (conversion needs them), ours, the hosts'.
+func Scheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
+		clusterv1beta1.AddToScheme, clusterv1.AddToScheme, addonsv1beta1.AddToScheme, addonsv1.AddToScheme,
+		ipamv1alpha1.AddToScheme, ipamv1beta1.AddToScheme, ipamv1.AddToScheme,
+		runtimev1alpha1.AddToScheme, runtimev1.AddToScheme,
+		bootstrapv1.AddToScheme, controlplanev1.AddToScheme, clusterctlv1.AddToScheme,
+		infrav1.AddToScheme, bmov1alpha1.AddToScheme,
+	} {
+		utilruntime.Must(add(scheme))
+	}
+	return scheme
+}
+
+// Environment is a running pool, a workload cluster and one management
+// cluster; more management clusters can be added (for move, and for two
+// management clusters sharing a pool).
+type Environment struct {
+	// Management is the first management cluster.
+	Management *Management
+	// Pool is the API server where the BareMetalHosts live, with the Bare
+	// Metal Operator.
+	Pool *testenv.Env
+	// Workload is the API server every cluster's nodes register with.
+	Workload *testenv.Env
+
+	t testenv.T
+}
+
+// Management is a management cluster: Cluster API and the provider.
+type Management struct {
+	*testenv.Env
+	// Name tells management clusters apart in logs and kubeconfig files.
+	Name string
+}
+
+// Start starts the environment; it stops when t ends.
+func Start(t testenv.T) *Environment {
+	t.Helper()
+	e := &Environment{t: t}
+	e.Pool = testenv.Start(t, testenv.Options{Scheme: Scheme(), CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+	e.Pool.StartBMO(t, "baremetal-operator-system")
+	e.Workload = testenv.Start(t, testenv.Options{Scheme: Scheme()})
+	e.Management = e.AddManagement(t, "management")
+	// The first management cluster also holds hosts of its own, for
+	// clusters without identityRef (hosts in the cluster's namespace).
+	e.Management.StartBMO(t, "baremetal-operator-system")
+	startKubelet(t, e.Workload.Client, e.Pool.Client, e.Management.Client)
+	return e
+}
+
+// AddManagement starts another management cluster running Cluster API and
+// the provider, until t ends.
+func (e *Environment) AddManagement(t testenv.T, name string) *Management {
+	t.Helper()
+	mgmt := testenv.Start(t, testenv.Options{
+		Scheme: Scheme(),
+		CRDs:   testenv.ProviderCRDs(t),
+		CRDDirectoryPaths: append([]string{testenv.CAPICRDPath(t), testenv.CertManagerCRDPath(t), testenv.BMOCRDPath(t)},
+			testenv.CAPIKubeadmCRDPaths(t)...),
+		Webhooks: capiWebhooks(t),
+	})
+	labelForClusterctl(t, mgmt)
+	mgmt.ServeProviderWebhooks(t, setupCAPIWebhooks)
+	startCAPI(t, mgmt.Config)
+	startProvider(t, mgmt)
+	return &Management{Env: mgmt, Name: name}
+}
+
+// labelForClusterctl gives every CRD the label clusterctl init sets, by
+// which `clusterctl move` discovers the kinds to move.
+func labelForClusterctl(t testenv.T, mgmt *testenv.Env) {
+	t.Helper()
+	ctx := context.Background()
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := mgmt.Client.List(ctx, crds); err != nil {
+		t.Fatalf("list CRDs: %v", err)
+	}
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		if _, ok := crd.Labels[clusterctlv1.ClusterctlLabel]; ok {
+			continue
+		}
+		patch := client.MergeFrom(crd.DeepCopy())
+		if crd.Labels == nil {
+			crd.Labels = map[string]string{}
+		}
+		crd.Labels[clusterctlv1.ClusterctlLabel] = ""
+		if err := mgmt.Client.Patch(ctx, crd, patch); err != nil {
+			t.Fatalf("label CRD %s for clusterctl: %v", crd.Name, err)
+		}
+	}
+}
+
+// CreateNamespace creates a namespace on env.
+func CreateNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns); err != nil {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// pollInterval is how often the environment's stand-ins look again.
+const pollInterval = time.Second
