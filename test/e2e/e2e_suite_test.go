@@ -37,6 +37,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
 )
 
@@ -62,7 +63,11 @@ var _ = BeforeSuite(func() {
 	Expect(yaml.Unmarshal(data, e2eConfig)).To(Succeed())
 
 	By("Starting the management, pool and workload API servers, Cluster API, the Bare Metal Operator and the provider")
-	environment = env.Start(GinkgoT())
+	// The environment lives as long as the suite, and so does what it
+	// restarts from inside a spec (the pool after an outage).
+	suite := &testenv.Suite{}
+	DeferCleanup(func() { suite.Close(CurrentSpecReport().Failed()) })
+	environment = env.Start(suite)
 	management = framework.NewClusterProxy(environment.Management.Name,
 		environment.Management.WriteKubeconfig(GinkgoT()), env.Scheme())
 	DeferCleanup(func() { management.Dispose(ctx) })

@@ -96,7 +96,7 @@ var _ = Describe("Resilience", func() {
 		}, intervals("wait-machines-running")...).Should(Succeed())
 
 		By("Stopping the pool's API server for a while")
-		restart := environment.Pool.StopAPIServer(GinkgoT())
+		restart := environment.StopPool()
 		time.Sleep(20 * time.Second) // the outage itself, not a wait for a result
 		restart()
 

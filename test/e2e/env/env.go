@@ -151,6 +151,13 @@ func labelForClusterctl(t testenv.T, mgmt *testenv.Env) {
 	}
 }
 
+// StopPool stops the pool's API server, as an outage would, and returns
+// the function that starts it again (same address, certificates and etcd).
+// The restarted server lives as long as the environment.
+func (e *Environment) StopPool() (restart func()) {
+	return e.Pool.StopAPIServer(e.t)
+}
+
 // CreateNamespace creates a namespace on env.
 func CreateNamespace(ctx context.Context, c client.Client, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}

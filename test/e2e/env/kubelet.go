@@ -60,13 +60,15 @@ func startKubelet(t testenv.T, workload client.Client, hostClusters ...client.Cl
 
 // syncNodes makes the workload's Nodes match the provisioned hosts of every
 // cluster holding hosts. Errors (a pool that is down, a conflict) are left
-// to the next round; nodes of a cluster that cannot be read stay.
+// to the next round; while a cluster cannot be read, no node is removed.
 func syncNodes(ctx context.Context, workload client.Client, hostClusters []client.Client) {
-	running := map[string]bool{}
+	running, complete := map[string]bool{}, true
 	for _, c := range hostClusters {
 		hosts := &bmov1alpha1.BareMetalHostList{}
 		if err := c.List(ctx, hosts); err != nil {
-			return
+			// Its hosts keep their nodes; the others are still served.
+			complete = false
+			continue
 		}
 		for i := range hosts.Items {
 			host := &hosts.Items[i]
@@ -76,6 +78,9 @@ func syncNodes(ctx context.Context, workload client.Client, hostClusters []clien
 			running[host.Name] = true
 			registerNode(ctx, workload, host)
 		}
+	}
+	if !complete {
+		return
 	}
 	nodes := &corev1.NodeList{}
 	if err := workload.List(ctx, nodes, client.HasLabels{controllers.HostUIDNodeLabel}); err != nil {
