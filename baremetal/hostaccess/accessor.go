@@ -69,7 +69,6 @@ type accessor struct {
 	cancel context.CancelFunc
 	// running counts the accessor's goroutines; stop waits for all of them.
 	running  sync.WaitGroup
-	done     chan struct{}
 	stopOnce sync.Once
 }
 
@@ -139,7 +138,7 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 	ctx, cancel := context.WithCancel(parent)
 	acc := &accessor{
 		key: key, namespace: namespace, server: srv, client: cached, reader: direct, cache: hostCache, http: httpClient.Client,
-		owner: owner, watches: map[string]bool{}, cancel: cancel, done: make(chan struct{}),
+		owner: owner, watches: map[string]bool{}, cancel: cancel,
 	}
 	// The hosts are read through the cache: their informer starts with it.
 	if _, err := hostCache.GetInformer(ctx, &bmov1alpha1.BareMetalHost{}); err != nil {
@@ -196,18 +195,7 @@ func (a *accessor) stop() {
 	a.stopOnce.Do(func() {
 		a.cancel()
 		a.running.Wait()
-		close(a.done)
 	})
-}
-
-// stopped reports whether stop has completed.
-func (a *accessor) stopped() bool {
-	select {
-	case <-a.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // watch starts w on the accessor's cache, once per watcher name: the

@@ -315,8 +315,19 @@ func TestRotationStopsOldAccessor(t *testing.T) {
 		return whoAmI(tc.ctx, t, a), nil
 	}).WithTimeout(20*time.Second).Should(Equal("tenant-a-rotated"), "the next use sees the new credentials")
 
-	g.Expect(old.stopped()).To(BeTrue(), "the old accessor's informers and probe are stopped")
+	g.Eventually(goroutinesEnded(old)).Should(BeClosed(), "the old accessor's informers and probe are stopped")
 	g.Expect(tc.cache.ConnectedKeys()).To(ConsistOf(id.Key), "one accessor per identity")
+}
+
+// goroutinesEnded returns a channel closed once every goroutine of acc
+// (its informers and probe, which acc.running counts) has returned.
+func goroutinesEnded(acc *accessor) <-chan struct{} {
+	ended := make(chan struct{})
+	go func() {
+		acc.running.Wait()
+		close(ended)
+	}()
+	return ended
 }
 
 func whoAmI(ctx context.Context, t *testing.T, access HostAccess) string {

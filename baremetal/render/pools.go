@@ -17,16 +17,13 @@ limitations under the License.
 package render
 
 import (
-	"cmp"
-	"slices"
-
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
 
 // poolSource gathers the ways one template entry can name its pool, so that
-// RequiredPools and rendering apply the same precedence (see the package
+// PoolFields and rendering apply the same precedence (see the package
 // documentation).
 type poolSource struct {
 	annotation *infrav1.AnnotationSource
@@ -178,29 +175,11 @@ func (s *poolSet) ipv6Routes(path *field.Path, routes []infrav1.IPv6Route) {
 	}
 }
 
-// RequiredPools lists every pool the template takes an address, a gateway or
-// DNS servers from, once each, sorted by group, kind and name so that
-// callers creating address claims do it in a stable order. A pool named by
-// annotation is resolved through the annotation, so the objects the
-// annotations are on must be in the Input; Pools is not read.
-func RequiredPools(in Input) ([]PoolRef, error) {
-	fields, err := PoolFields(in)
-	if err != nil {
-		return nil, err
-	}
-	refs := make([]PoolRef, 0, len(fields))
-	for ref := range fields {
-		refs = append(refs, ref)
-	}
-	slices.SortFunc(refs, func(a, b PoolRef) int {
-		return cmp.Or(cmp.Compare(a.APIGroup, b.APIGroup), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
-	})
-	return refs, nil
-}
-
-// PoolFields maps every pool RequiredPools lists to the first template
-// field naming it: the field a user fixes when the pool cannot give an
-// address.
+// PoolFields maps every pool the template takes an address, a gateway or DNS
+// servers from to the first template field naming it: the field a user
+// fixes when the pool cannot give an address. A pool named by annotation is
+// resolved through the annotation, so the objects the annotations are on
+// must be in the Input; Pools is not read.
 func PoolFields(in Input) (map[PoolRef]*field.Path, error) {
 	if err := checkTemplate(&in); err != nil {
 		return nil, err

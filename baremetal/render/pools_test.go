@@ -17,16 +17,19 @@ limitations under the License.
 package render
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
 
 // networksInput is an Input whose template has only the given IPv4 networks
-// and metadata, for small RequiredPools cases.
+// and metadata, for small PoolFields cases.
 func networksInput(md *infrav1.MetaData, nets ...infrav1.IPv4Network) Input {
 	in := fullInput()
 	in.Template = &infrav1.Metal3DataTemplateSpec{
@@ -36,7 +39,12 @@ func networksInput(md *infrav1.MetaData, nets ...infrav1.IPv4Network) Input {
 	return in
 }
 
-func TestRequiredPools(t *testing.T) {
+// poolOrder sorts pools for comparison: PoolFields returns a map.
+var poolOrder = cmpopts.SortSlices(func(a, b PoolRef) bool { return a.String() < b.String() })
+
+// TestPoolFieldsPools checks which pools PoolFields finds: each pool once,
+// through the precedence the package documents.
+func TestPoolFieldsPools(t *testing.T) {
 	annotation := &infrav1.AnnotationSource{Object: infrav1.DataSourceObjectMetal3Machine, Annotation: "example.com/pool"}
 	inClusterRef := &infrav1.IPPoolReference{APIGroup: ptr("ipam.cluster.x-k8s.io"), Kind: "InClusterIPPool", Name: "incluster4"}
 	tests := []struct {
@@ -45,7 +53,7 @@ func TestRequiredPools(t *testing.T) {
 		want []PoolRef
 	}{
 		{
-			name: "full template, sorted by group, kind, name",
+			name: "full template",
 			in:   fullInput(),
 			want: []PoolRef{incluster4, dnsPool, poolAnnot, pool4, pool6, pool6Annot},
 		},
@@ -96,18 +104,19 @@ func TestRequiredPools(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := RequiredPools(tt.in)
+			fields, err := PoolFields(tt.in)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			got := slices.Collect(maps.Keys(fields))
+			if diff := cmp.Diff(tt.want, got, poolOrder, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("pools differ (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-func TestRequiredPoolsErrors(t *testing.T) {
+func TestPoolFieldsErrors(t *testing.T) {
 	tests := []struct {
 		name   string
 		mutate func(in *Input)
@@ -159,7 +168,7 @@ func TestRequiredPoolsErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := fullInput()
 			tt.mutate(&in)
-			got, err := RequiredPools(in)
+			got, err := PoolFields(in)
 			if err == nil {
 				t.Fatalf("no error; pools %v", got)
 			}
@@ -172,13 +181,14 @@ func TestRequiredPoolsErrors(t *testing.T) {
 	}
 }
 
-// TestRequiredPoolsMatchRendering checks that RequiredPools and rendering
-// agree: rendering needs every listed pool, and nothing else.
-func TestRequiredPoolsMatchRendering(t *testing.T) {
-	refs, err := RequiredPools(fullInput())
+// TestPoolFieldsMatchRendering checks that PoolFields and rendering agree:
+// rendering needs every listed pool, and nothing else.
+func TestPoolFieldsMatchRendering(t *testing.T) {
+	fields, err := PoolFields(fullInput())
 	if err != nil {
 		t.Fatal(err)
 	}
+	refs := slices.Collect(maps.Keys(fields))
 	render := func(in Input) error {
 		if _, err := MetaData(in); err != nil {
 			return err

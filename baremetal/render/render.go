@@ -117,7 +117,7 @@ type Input struct {
 	// MAC addresses come from its inspected NICs and boot MAC.
 	Host *bmov1alpha1.BareMetalHost
 	// Pools holds the addresses allocated for this machine, by pool. It
-	// must hold every pool RequiredPools lists.
+	// must hold every pool PoolFields lists.
 	Pools map[PoolRef]PoolAddress
 }
 

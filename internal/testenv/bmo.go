@@ -19,8 +19,14 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"sync"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // BMODir returns the directory holding the baremetal-operator binary and its
@@ -76,4 +82,31 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// RegisterHosts creates count hosts named <prefix>-<i> with BMC
+// credentials in namespace of c, as a pool admin enrols machines; the Bare
+// Metal Operator running there registers and inspects them.
+func RegisterHosts(ctx context.Context, c client.Client, namespace, prefix string, count int) error {
+	for i := range count {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		bmc := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-bmc"},
+			StringData: map[string]string{"username": "admin", "password": "password"},
+		}
+		if err := c.Create(ctx, bmc); err != nil {
+			return fmt.Errorf("create BMC credentials of host %s: %w", name, err)
+		}
+		host := &bmov1alpha1.BareMetalHost{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Spec: bmov1alpha1.BareMetalHostSpec{
+				Online: true, BootMACAddress: fmt.Sprintf("00:5c:52:31:%02x:%02x", len(prefix), i),
+				BMC: bmov1alpha1.BMCDetails{Address: fmt.Sprintf("ipmi://192.168.122.1:%d", 6230+i), CredentialsName: bmc.Name},
+			},
+		}
+		if err := c.Create(ctx, host); err != nil {
+			return fmt.Errorf("create host %s: %w", name, err)
+		}
+	}
+	return nil
 }
