@@ -19,6 +19,7 @@ package main
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 
@@ -65,6 +66,11 @@ type options struct {
 
 	concurrency controllers.Concurrency
 	remote      remoteOptions
+
+	// fastTrack leaves released hosts powered on (CAPM3_FAST_TRACK).
+	fastTrack bool
+	// hostNameIPClaims names Metal3 IPAM claims after hosts.
+	hostNameIPClaims bool
 
 	managerOptions flags.ManagerOptions
 	logOptions     *logs.Options
@@ -155,6 +161,14 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Maximum queries per second to the management cluster's API server.")
 	fs.IntVar(&o.restConfigBurst, "kube-api-burst", 30,
 		"Maximum burst of queries to the management cluster's API server.")
+
+	fs.BoolVar(&o.fastTrack, "fast-track", os.Getenv("CAPM3_FAST_TRACK") == "true",
+		"Leave released hosts powered on, so their next provisioning is faster (unless automated cleaning is disabled). Default: $CAPM3_FAST_TRACK == true, as upstream CAPM3.")
+	fs.BoolVar(&o.hostNameIPClaims, "enable-bmh-name-based-preallocation", false,
+		"Name Metal3 IPAM claims <host>-<pool> instead of <Metal3Data>-<pool>, so IPPool preAllocations can give each host its own address.")
+	// Upstream CAPM3's spelling of the same switch, so existing deployments keep working.
+	fs.BoolVar(&o.hostNameIPClaims, "enableBMHNameBasedPreallocation", false, "Deprecated spelling of --enable-bmh-name-based-preallocation.")
+	_ = fs.MarkHidden("enableBMHNameBasedPreallocation")
 
 	defaults := controllers.DefaultConcurrency()
 	for _, c := range []struct {

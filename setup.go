@@ -83,6 +83,8 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 		},
 		WatchFilterValue: opts.watchFilterValue,
 		Concurrency:      opts.concurrency,
+		FastTrack:        opts.fastTrack,
+		HostNameIPClaims: opts.hostNameIPClaims,
 	})
 	return err
 }

@@ -81,6 +81,9 @@ type DataManager struct {
 	Metal3Machine *infrav1.Metal3Machine
 	Machine       *clusterv1.Machine
 	Host          *hostbinding.Host
+	// HostNameIPClaims names Metal3 IPAM claims after the host, so a pool's
+	// preAllocations (keyed by claim name) can give each host its address.
+	HostNameIPClaims bool
 }
 
 func (m *DataManager) input() render.Input {
@@ -202,8 +205,13 @@ func ownedBy(obj, owner metav1.Object) bool {
 	return false
 }
 
-// claimName is the name of the Metal3Data's claim on pool.
+// claimName is the name of the Metal3Data's claim on pool: named after the
+// Metal3Data, or for Metal3 IPAM pools with HostNameIPClaims after the host,
+// as upstream CAPM3's BMH-name-based preallocation does.
 func (m *DataManager) claimName(pool render.PoolRef) string {
+	if m.HostNameIPClaims && pool.APIGroup == render.Metal3IPAMGroup && m.Host != nil {
+		return m.Host.Name + "-" + pool.Name
+	}
 	return m.Data.Name + "-" + pool.Name
 }
 

@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"runtime/pprof"
 	"sync"
@@ -127,6 +128,8 @@ type fixtureOptions struct {
 	// namespaces limit the manager to them, as --namespace does.
 	namespaces []string
 	remote     hostaccess.Options
+	// hostNameIPClaims: --enable-bmh-name-based-preallocation.
+	hostNameIPClaims bool
 }
 
 // startControllersWith runs the provider's controllers as configured, and
@@ -156,9 +159,10 @@ func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Schem
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	started, err := Setup(ctx, mgr, SetupOptions{
-		Remote:      opts.remote,
-		Concurrency: Concurrency{Metal3Cluster: 4, Metal3Machine: 4, Metal3MachineTemplate: 1},
-		Controller:  controller.Options{SkipNameValidation: ptr.To(true)},
+		Remote:           opts.remote,
+		HostNameIPClaims: opts.hostNameIPClaims,
+		Concurrency:      Concurrency{Metal3Cluster: 4, Metal3Machine: 4, Metal3MachineTemplate: 1},
+		Controller:       controller.Options{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		cancel()
@@ -193,6 +197,16 @@ func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Schem
 type workloadCluster struct {
 	namespace, name string
 	identityRef     *infrav1.IdentityRef
+	// noCloudProvider leaves cloudProviderEnabled unset: the provider sets
+	// the Nodes' providerID, as upstream CAPM3 does by default.
+	noCloudProvider bool
+}
+
+func (w workloadCluster) cloudProvider() *bool {
+	if w.noCloudProvider {
+		return nil
+	}
+	return ptr.To(true)
 }
 
 func (w workloadCluster) create(t *testing.T, c client.Client) {
@@ -218,6 +232,10 @@ func (w workloadCluster) create(t *testing.T, c client.Client) {
 		},
 		Spec: infrav1.Metal3ClusterSpec{
 			ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.168.111.249", Port: 6443}, IdentityRef: w.identityRef,
+			// Most tests have no workload cluster: a cloud provider stands
+			// for whoever gives Nodes their providerID. Tests about Nodes
+			// unset it.
+			CloudProviderEnabled: w.cloudProvider(),
 		},
 	}
 	if err := c.Create(ctx, m3c); err != nil {
@@ -238,6 +256,22 @@ func (w workloadCluster) machine(t *testing.T, c client.Client, name string, adj
 	if err := c.Create(ctx, bootstrap); err != nil {
 		t.Fatal(err)
 	}
+	m3m := &infrav1.Metal3Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: name, Labels: maps.Clone(labels)},
+		Spec: infrav1.Metal3MachineSpec{Image: infrav1.Image{
+			URL:          "http://172.22.0.1/images/node.qcow2",
+			Checksum:     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+			ChecksumType: ptr.To("sha256"), DiskFormat: ptr.To("qcow2"),
+		}},
+	}
+	if adjust != nil {
+		adjust(m3m)
+	}
+	// Cluster API labels a Machine and its infrastructure machine alike
+	// with the MachineDeployment they belong to.
+	if md := m3m.Labels[clusterv1.MachineDeploymentNameLabel]; md != "" {
+		labels[clusterv1.MachineDeploymentNameLabel] = md
+	}
 	machine := &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: name, Labels: labels},
 		Spec: clusterv1.MachineSpec{
@@ -251,20 +285,7 @@ func (w workloadCluster) machine(t *testing.T, c client.Client, name string, adj
 	if err := c.Create(ctx, machine); err != nil {
 		t.Fatal(err)
 	}
-	m3m := &infrav1.Metal3Machine{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: w.namespace, Name: name, Labels: labels,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: name, UID: machine.UID}},
-		},
-		Spec: infrav1.Metal3MachineSpec{Image: infrav1.Image{
-			URL:          "http://172.22.0.1/images/node.qcow2",
-			Checksum:     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-			ChecksumType: ptr.To("sha256"), DiskFormat: ptr.To("qcow2"),
-		}},
-	}
-	if adjust != nil {
-		adjust(m3m)
-	}
+	m3m.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: name, UID: machine.UID}}
 	if err := c.Create(ctx, m3m); err != nil {
 		t.Fatal(err)
 	}

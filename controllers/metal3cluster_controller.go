@@ -122,7 +122,9 @@ func (r *Metal3ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	statusBefore := m3c.Status.DeepCopy()
 	defer func() {
+		stampLastUpdated(statusBefore, &m3c.Status, &m3c.Status.LastUpdated)
 		if err := patchHelper.Patch(ctx, m3c, patch.WithOwnedConditions{Conditions: []string{
 			infrav1.ReadyCondition, infrav1.IdentityReadyCondition,
 		}}, patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {

@@ -61,6 +61,9 @@ type Metal3DataReconciler struct {
 	Client           client.Client
 	Identities       hostaccess.Cache
 	WatchFilterValue string
+	// HostNameIPClaims names Metal3 IPAM claims after the host
+	// ("<host>-<pool>"), so pools can preallocate addresses per host.
+	HostNameIPClaims bool
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datas,verbs=get;list;watch;update;patch
@@ -158,14 +161,20 @@ func (r *Metal3DataReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, data); err != nil || isPaused || requeue {
+	isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, data)
+	if err != nil || requeue {
 		return ctrl.Result{}, err
+	}
+	if isPaused {
+		// Nothing is claimed or written while paused: clusterctl move may go on.
+		return ctrl.Result{}, releaseMoveBlock(ctx, r.Client, data)
 	}
 	patchHelper, err := patch.NewHelper(data, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	defer func() {
+		setBlockMove(data, dataInFlight(data))
 		if err := readiness.Set(data, readiness.Summary{
 			Conditions: []string{infrav1.Metal3DataSecretsRenderedCondition},
 			Deleting:   !data.DeletionTimestamp.IsZero(),
@@ -237,7 +246,7 @@ func (r *Metal3DataReconciler) render(ctx context.Context, data *infrav1.Metal3D
 
 	dataManager := &baremetal.DataManager{
 		Client: r.Client, Access: access, Data: data, Template: template, Claim: dm.claim,
-		Metal3Machine: dm.m3m, Machine: dm.machine, Host: host,
+		Metal3Machine: dm.m3m, Machine: dm.machine, Host: host, HostNameIPClaims: r.HostNameIPClaims,
 	}
 	err = dataManager.Reconcile(ctx)
 	if renderErr, ok := baremetal.AsRenderError(err); ok {

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
@@ -54,6 +55,8 @@ type Metal3MachineReconciler struct {
 	// nil emits none.
 	Recorder         events.EventRecorder
 	WatchFilterValue string
+	// FastTrack leaves released hosts powered on (CAPM3_FAST_TRACK).
+	FastTrack bool
 
 	// controller is the built controller, which the host watches of each
 	// identity are added to (see hostWatcher).
@@ -65,6 +68,7 @@ type Metal3MachineReconciler struct {
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3machinetemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinedeployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datas;metal3datatemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
@@ -88,6 +92,10 @@ func (r *Metal3MachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		Watches(&clusterv1.Cluster{},
 			handler.EnqueueRequestsFromMapFunc(clusterToMachines),
 			builder.WithPredicates(predicates.ClusterPausedTransitionsOrInfrastructureProvisioned(mgr.GetScheme(), log))).
+		// The Metal3Cluster's cloud provider setting and label-sync
+		// prefixes, which decide what the machines do to their Nodes.
+		Watches(&infrav1.Metal3Cluster{}, handler.EnqueueRequestsFromMapFunc(r.metal3ClusterToMachines),
+			builder.WithPredicates(predicate.Or[client.Object](predicate.AnnotationChangedPredicate{}, predicate.GenerationChangedPredicate{}))).
 		Watches(&clusterv1.Machine{},
 			handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("Metal3Machine")))).
 		// Bootstrap data appearing: metadata only, Secrets' data is never cached.
@@ -154,17 +162,25 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	if isPaused {
 		// Invariant: a paused cluster's hosts are not touched by BMO either.
-		return ctrl.Result{}, r.pauseHost(ctx, scope, true)
+		// Once the host is paused, what the machine drives is frozen and
+		// clusterctl move may go on.
+		if err := r.pauseHost(ctx, scope, true); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, releaseMoveBlock(ctx, r.Client, m3m)
 	}
 
 	patchHelper, err := patch.NewHelper(m3m, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	statusBefore := m3m.Status.DeepCopy()
 	defer func() {
 		if err := setMachineReady(m3m); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
+		stampLastUpdated(statusBefore, &m3m.Status, &m3m.Status.LastUpdated)
+		setBlockMove(m3m, machineInFlight(m3m))
 		if err := patchHelper.Patch(ctx, m3m, patch.WithOwnedConditions{Conditions: []string{
 			infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition, infrav1.DataReadyCondition,
 			infrav1.HostProvisionedCondition,
@@ -181,11 +197,12 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		// its host: it keeps its finalizer and retries with backoff.
 		return r.identityRetry(id, identityErr), nil
 	}
-	// The binding is rebuilt with the node reuse template, which only a
-	// machine with a usable identity needs.
-	if bindingOptions.ReuseTemplate, err = r.reuseTemplate(ctx, m3m); err != nil {
+	// The binding is rebuilt with the machine's part in node reuse, which
+	// only a machine with a usable identity needs.
+	if bindingOptions.Reuse, err = r.nodeReuse(ctx, cluster, machine, m3m); err != nil {
 		return ctrl.Result{}, err
 	}
+	bindingOptions.FastTrack = r.FastTrack
 	scope.binding = hostbinding.ForBareMetalHosts(bindingOptions)
 	if !m3m.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, scope)

@@ -25,10 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
@@ -89,8 +87,11 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 		}
 		host, err = s.binding.Bind(ctx)
 		if errors.Is(err, hostbinding.ErrNoAvailableHost) {
-			setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.NoAvailableHostReason,
-				fmt.Sprintf("No available host in namespace %s matches the machine's hostSelector", s.access.Namespace()))
+			msg := fmt.Sprintf("No available host in namespace %s matches the machine's hostSelector", s.access.Namespace())
+			if err.Error() != hostbinding.ErrNoAvailableHost.Error() {
+				msg = err.Error() // it says why, e.g. a host kept for the owner is not ready yet
+			}
+			setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.NoAvailableHostReason, msg)
 			return ctrl.Result{RequeueAfter: noHostRequeue}, nil
 		}
 		if err != nil {
@@ -117,7 +118,7 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 			fmt.Sprintf("Host %s reports an error: %s", host, host.ErrorMessage))
 	case provisioned:
 		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionTrue, infrav1.ProvisionedReason, "")
-		result, nodeHasIt, err := r.setNodeProviderID(ctx, s, host)
+		result, nodeHasIt, err := r.reconcileNode(ctx, s, host)
 		if published == nil && !nodeHasIt {
 			// Cluster API looks for the Node by the providerID once, when
 			// the machine publishes it, and hears of Nodes only once the
@@ -231,23 +232,6 @@ func (r *Metal3MachineReconciler) pauseHost(ctx context.Context, s *machineScope
 		return nil
 	}
 	return s.binding.Pause(ctx, host, paused)
-}
-
-// reuseTemplate is the name of the machine's Metal3MachineTemplate when that
-// template asks for node reuse.
-func (r *Metal3MachineReconciler) reuseTemplate(ctx context.Context, m3m *infrav1.Metal3Machine) (string, error) {
-	name := m3m.Annotations[clusterv1.TemplateClonedFromNameAnnotation]
-	if name == "" {
-		return "", nil
-	}
-	template := &infrav1.Metal3MachineTemplate{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: m3m.Namespace, Name: name}, template); err != nil {
-		return "", client.IgnoreNotFound(err)
-	}
-	if !template.Spec.NodeReuse {
-		return "", nil
-	}
-	return name, nil
 }
 
 // reportIdentity records the identity in use; the IdentityReady condition is

@@ -22,6 +22,7 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -132,4 +133,24 @@ func (r *Metal3MachineReconciler) dataToMetal3Machine(ctx context.Context, obj c
 		return nil
 	}
 	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: claim.Namespace, Name: owner.Name}}}
+}
+
+// metal3ClusterToMachines maps a Metal3Cluster to the Metal3Machines of its
+// Cluster, which CAPI labels with the Cluster's name.
+func (r *Metal3MachineReconciler) metal3ClusterToMachines(ctx context.Context, obj client.Object) []ctrl.Request {
+	clusterName := obj.GetLabels()[clusterv1.ClusterNameLabel]
+	if clusterName == "" {
+		return nil
+	}
+	machines := &infrav1.Metal3MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: clusterName}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List the Metal3Machines of a Metal3Cluster", "metal3Cluster", klog.KObj(obj))
+		return nil
+	}
+	requests := make([]ctrl.Request, 0, len(machines.Items))
+	for _, m := range machines.Items {
+		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+	}
+	return requests
 }

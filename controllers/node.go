@@ -19,88 +19,136 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 )
 
 const (
 	// HostUIDNodeLabel is the label the node's image sets from the host's
 	// metadata (metal3.io/uuid = BareMetalHost UID), how a Node is matched
 	// to its host when no cloud provider does it.
-	HostUIDNodeLabel = "metal3.io/uuid"
+	HostUIDNodeLabel = workload.HostUIDLabel
 	// nodeRequeue is how often a machine looks for its Node while it boots.
 	nodeRequeue = 20 * time.Second
 )
 
-// setNodeProviderID writes the machine's provider ID on its workload Node
-// when the cluster runs no cloud provider: CAPI matches Nodes to Machines by
-// provider ID. Workload clients come from CAPI's ClusterCache. nodeHasIt
-// is true once nothing is left for the provider to do: the Node carries
-// the provider ID, or a cloud provider (or no workload access at all) sets
-// it instead.
-func (r *Metal3MachineReconciler) setNodeProviderID(ctx context.Context, s *machineScope, host *hostbinding.Host) (_ ctrl.Result, nodeHasIt bool, _ error) {
+// reconcileNode does what the provider owes the machine's workload Node:
+// its providerID when the cluster runs no cloud provider (CAPI matches
+// Nodes to Machines by it), and the host labels under the Metal3Cluster's
+// label-sync prefixes. Workload clients come from CAPI's ClusterCache.
+// nodeHasIt is true once the Node carries the providerID, or a cloud
+// provider (or no workload access at all) sets it instead.
+func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineScope, host *hostbinding.Host) (_ ctrl.Result, nodeHasIt bool, _ error) {
 	if r.ClusterCache == nil {
 		return ctrl.Result{}, true, nil
 	}
-	enabled, err := r.cloudProviderEnabled(ctx, s.cluster)
-	if err != nil || enabled {
-		return ctrl.Result{}, enabled, err
-	}
-	workload, err := r.ClusterCache.GetClient(ctx, client.ObjectKeyFromObject(s.cluster))
+	m3c, err := r.metal3Cluster(ctx, s.cluster)
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("Workload cluster not reachable yet to set the Node's providerID", "reason", err.Error())
-		return ctrl.Result{RequeueAfter: nodeRequeue}, false, nil
+		return ctrl.Result{}, false, err
 	}
-	nodes := &corev1.NodeList{}
-	if err := workload.List(ctx, nodes, client.MatchingLabels{HostUIDNodeLabel: string(host.UID)}); err != nil {
-		return ctrl.Result{}, false, fmt.Errorf("list workload Nodes of host %s/%s: %w", host.Namespace, host.Name, err)
-	}
-	if len(nodes.Items) == 0 {
-		return ctrl.Result{RequeueAfter: nodeRequeue}, false, nil
-	}
-	node := &nodes.Items[0]
-	providerID := ptr.Deref(s.m3m.Spec.ProviderID, "")
-	if node.Spec.ProviderID == providerID {
+	cloudProvider := cloudProviderEnabled(m3c)
+	prefixes := r.labelSyncPrefixes(ctx, m3c, s.m3m)
+	if cloudProvider && len(prefixes) == 0 {
 		return ctrl.Result{}, true, nil
 	}
-	if node.Spec.ProviderID != "" {
-		// spec.providerID is immutable once set; someone else set it.
-		return ctrl.Result{}, false, fmt.Errorf("node %s has providerID %q, not %q", node.Name, node.Spec.ProviderID, providerID)
+	workloadClient, err := r.ClusterCache.GetClient(ctx, client.ObjectKeyFromObject(s.cluster))
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("Workload cluster not reachable yet to reconcile the machine's Node", "reason", err.Error())
+		return ctrl.Result{RequeueAfter: nodeRequeue}, cloudProvider, nil
 	}
-	patch := client.MergeFrom(node.DeepCopy())
-	node.Spec.ProviderID = providerID
-	if err := workload.Patch(ctx, node, patch); err != nil {
-		return ctrl.Result{}, false, fmt.Errorf("set providerID of node %s: %w", node.Name, err)
+	providerID := hostbinding.ProviderID(host.BareMetalHost, s.m3m)
+	query := workload.NodeQuery{ProviderID: providerID}
+	if !cloudProvider {
+		query.HostUID = string(host.UID)
+		if hw := host.BareMetalHost.Status.HardwareDetails; hw != nil && hw.Hostname != "" {
+			query.Hostnames = []string{hw.Hostname}
+		}
 	}
-	ctrl.LoggerFrom(ctx).Info("Set the Node's providerID", "node", klog.KObj(node), "providerID", providerID)
+	node, err := workload.FindNode(ctx, workloadClient, query)
+	if err != nil {
+		return ctrl.Result{}, cloudProvider, fmt.Errorf("find the workload Node of host %s: %w", host, err)
+	}
+	if node == nil {
+		return ctrl.Result{RequeueAfter: nodeRequeue}, cloudProvider, nil
+	}
+	before := node.DeepCopy()
+	if !cloudProvider {
+		switch node.Spec.ProviderID {
+		case providerID:
+		case "":
+			node.Spec.ProviderID = providerID
+		default:
+			// spec.providerID is immutable once set; someone else set it.
+			return ctrl.Result{}, false, fmt.Errorf("node %s has providerID %q, not %q", node.Name, node.Spec.ProviderID, providerID)
+		}
+	}
+	labelsChanged := workload.SyncLabels(node, host.BareMetalHost.Labels, prefixes)
+	if node.Spec.ProviderID != before.Spec.ProviderID || labelsChanged {
+		if err := workloadClient.Patch(ctx, node, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, false, fmt.Errorf("update workload node %s: %w", node.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Updated the machine's Node", "node", klog.KObj(node), "providerID", node.Spec.ProviderID,
+			"syncedLabelPrefixes", strings.Join(prefixes, ","))
+	}
 	return ctrl.Result{}, true, nil
 }
 
-// cloudProviderEnabled reads the Metal3Cluster's setting: enabled unless
-// cloudProviderEnabled=false or the deprecated noCloudProvider=true.
-func (r *Metal3MachineReconciler) cloudProviderEnabled(ctx context.Context, cluster *clusterv1.Cluster) (bool, error) {
+// metal3Cluster is the Cluster's Metal3Cluster, or nil when the Cluster's
+// infrastructure is of another kind.
+func (r *Metal3MachineReconciler) metal3Cluster(ctx context.Context, cluster *clusterv1.Cluster) (*infrav1.Metal3Cluster, error) {
 	ref := cluster.Spec.InfrastructureRef
 	if ref.Kind != "Metal3Cluster" || ref.Name == "" {
-		return true, nil
+		return nil, nil
 	}
 	m3c := &infrav1.Metal3Cluster{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}, m3c); err != nil {
-		return true, fmt.Errorf("get Metal3Cluster %s/%s: %w", cluster.Namespace, ref.Name, err)
+		return nil, fmt.Errorf("get Metal3Cluster %s/%s: %w", cluster.Namespace, ref.Name, err)
+	}
+	return m3c, nil
+}
+
+// cloudProviderEnabled reads the Metal3Cluster's setting as upstream CAPM3
+// does: a cloud provider sets the Nodes' providerID only when
+// cloudProviderEnabled=true or the deprecated noCloudProvider=false says
+// so; unset means none does, and the provider sets it. A Cluster whose
+// infrastructure is not a Metal3Cluster is left to its own provider.
+func cloudProviderEnabled(m3c *infrav1.Metal3Cluster) bool {
+	if m3c == nil {
+		return true
 	}
 	if m3c.Spec.CloudProviderEnabled != nil {
-		return *m3c.Spec.CloudProviderEnabled, nil
+		return *m3c.Spec.CloudProviderEnabled
 	}
 	if m3c.Spec.NoCloudProvider != nil { //nolint:staticcheck // the deprecated field still counts when the webhook did not translate it
-		return !*m3c.Spec.NoCloudProvider, nil //nolint:staticcheck // as above
+		return !*m3c.Spec.NoCloudProvider //nolint:staticcheck // as above
 	}
-	return true, nil
+	return false
+}
+
+// labelSyncPrefixes are the Metal3Cluster's label-sync prefixes; invalid
+// ones are reported on the machine and skipped.
+func (r *Metal3MachineReconciler) labelSyncPrefixes(ctx context.Context, m3c *infrav1.Metal3Cluster, m3m *infrav1.Metal3Machine) []string {
+	if m3c == nil {
+		return nil
+	}
+	prefixes, invalid := workload.LabelSyncPrefixes(m3c.Annotations)
+	if len(invalid) > 0 {
+		msg := fmt.Sprintf("Metal3Cluster %s annotation %s: %q are not DNS subdomains; labels under them are not synced",
+			m3c.Name, workload.LabelSyncPrefixesAnnotation, invalid)
+		ctrl.LoggerFrom(ctx).Info(msg)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(m3m, m3c, corev1.EventTypeWarning, "InvalidLabelSyncPrefix", "SyncNodeLabels", "%s", msg)
+		}
+	}
+	return prefixes
 }

@@ -25,17 +25,29 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
-// TestNodeProviderIDWithoutCloudProvider: with cloudProviderEnabled=false
-// the provider sets the workload Node's providerID itself, finding the Node
-// by the host UID label, through CAPI's ClusterCache.
+// createWorkloadKubeconfig stores the workload cluster's kubeconfig where
+// CAPI keeps it, <cluster>-kubeconfig.
+func createWorkloadKubeconfig(t *testing.T, mgmt client.Client, namespace, clusterName string, workload *testenv.Env) {
+	t.Helper()
+	if err := mgmt.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: clusterName + "-kubeconfig",
+			Labels: map[string]string{clusterv1.ClusterNameLabel: clusterName}},
+		Data: map[string][]byte{"value": workload.UserKubeconfigWithGroups(t, "capi", "system:masters")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNodeProviderIDWithoutCloudProvider: with cloudProviderEnabled unset,
+// as upstream CAPM3 reads it, no cloud provider runs and the provider sets
+// the workload Node's providerID itself, finding the Node by the host UID
+// label, through CAPI's ClusterCache.
 func TestNodeProviderIDWithoutCloudProvider(t *testing.T) {
 	g := NewWithT(t)
 	nsTenantA := testNamespace(t, "tenant-a")
@@ -46,16 +58,9 @@ func TestNodeProviderIDWithoutCloudProvider(t *testing.T) {
 	startControllers(t, mgmt, scheme)
 	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
 
-	cluster := workloadCluster{namespace: nsTenantA, name: "cluster-a"}
+	cluster := workloadCluster{namespace: nsTenantA, name: "cluster-a", noCloudProvider: true}
 	cluster.create(t, mgmt.Client)
-	m3c := &infrav1.Metal3Cluster{ObjectMeta: metav1ObjectMeta(nsTenantA, "cluster-a")}
-	update(t, mgmt.Client, m3c, func() { m3c.Spec.CloudProviderEnabled = ptr.To(false) })
-	// The workload cluster's kubeconfig, where CAPI keeps it.
-	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: nsTenantA, Name: "cluster-a-kubeconfig",
-			Labels: map[string]string{clusterv1.ClusterNameLabel: "cluster-a"}},
-		Data: map[string][]byte{"value": workload.UserKubeconfigWithGroups(t, "capi", "system:masters")},
-	})).To(Succeed())
+	createWorkloadKubeconfig(t, mgmt.Client, nsTenantA, "cluster-a", workload)
 
 	availableHosts(t, mgmt.Client, nsTenantA, "host", 1)
 	m3m := cluster.machine(t, mgmt.Client, "worker-0", nil)

@@ -20,7 +20,9 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -40,4 +42,15 @@ func clusterNamed(ctx context.Context, c client.Reader, namespace, name string) 
 		return nil, fmt.Errorf("get Cluster %s/%s: %w", namespace, name, err)
 	}
 	return cluster, nil
+}
+
+// stampLastUpdated sets the status' lastUpdated (the upstream field users
+// and tools read to tell a live object from a stale one) when a reconcile
+// changed anything in the status: before is the status as read, after the
+// status about to be patched.
+func stampLastUpdated(before, after any, lastUpdated **metav1.Time) {
+	if !equality.Semantic.DeepEqual(before, after) {
+		now := metav1.Now()
+		*lastUpdated = &now
+	}
 }

@@ -106,9 +106,9 @@ func TestPauseAndTemplatePropagation(t *testing.T) {
 	}).WithTimeout(30*time.Second).Should(Succeed(), "automatedCleaningMode flows template → machines → hosts")
 }
 
-// TestNodeReuse: a machine of a template with nodeReuse leaves its host
-// labelled for the template, and the template's next machine takes that
-// host before any other available one.
+// TestNodeReuse: a machine of a MachineDeployment whose template has
+// nodeReuse leaves its host labelled for the MachineDeployment, and the
+// deployment's next machine takes that host before any other available one.
 func TestNodeReuse(t *testing.T) {
 	g := NewWithT(t)
 	nsTenantA := testNamespace(t, "tenant-a")
@@ -125,9 +125,8 @@ func TestNodeReuse(t *testing.T) {
 			Image: infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: "http://172.22.0.1/images/node.qcow2.sha256sum"},
 		}}},
 	})).To(Succeed())
-	fromTemplate := func(m *infrav1.Metal3Machine) {
-		m.Annotations = map[string]string{clusterv1.TemplateClonedFromNameAnnotation: "workers"}
-	}
+	machineDeployment(t, mgmt.Client, nsTenantA, "cluster-a", "workers")
+	fromTemplate := ofDeployment("workers", "workers")
 	availableHosts(t, mgmt.Client, nsTenantA, "host", 1)
 	first := cluster.machine(t, mgmt.Client, "worker-0", fromTemplate)
 	var used bmov1alpha1.BareMetalHost
@@ -143,11 +142,12 @@ func TestNodeReuse(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(&used), &used)).To(Succeed())
 		g.Expect(used.Spec.Image).To(BeNil())
-		g.Expect(used.Labels).To(HaveKeyWithValue("infrastructure.cluster.x-k8s.io/node-reuse", "workers"))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	setHostState(t, mgmt.Client, &used, bmov1alpha1.StateAvailable)
 	g.Eventually(func(g Gomega) {
 		g.Expect(consumedHosts(g, mgmt.Client, nsTenantA)).To(BeEmpty())
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(&used), &used)).To(Succeed())
+		g.Expect(used.Labels).To(HaveKeyWithValue("infrastructure.cluster.x-k8s.io/node-reuse", "md-workers"))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	// Scale up with other hosts available: the kept host is taken first.

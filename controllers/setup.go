@@ -75,6 +75,14 @@ type SetupOptions struct {
 	Remote           hostaccess.Options
 	WatchFilterValue string
 	Concurrency      Concurrency
+	// FastTrack leaves released hosts powered on for a faster next
+	// provisioning (upstream CAPM3's CAPM3_FAST_TRACK).
+	FastTrack bool
+	// HostNameIPClaims names Metal3 IPAM claims "<host>-<pool>" instead of
+	// "<Metal3Data>-<pool>" (upstream CAPM3's
+	// --enableBMHNameBasedPreallocation), so an IPPool's preAllocations can
+	// give each host its own address.
+	HostNameIPClaims bool
 	// Controller holds options applied to every controller (e.g.
 	// SkipNameValidation when several managers share a process in tests).
 	Controller controller.Options
@@ -138,7 +146,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	}
 
 	// Workload cluster clients, for Nodes' providerID when no cloud provider
-	// sets it: CAPI's ClusterCache, shared, probed, keyed by Cluster.
+	// sets it and for the Nodes of remediated machines: CAPI's ClusterCache,
+	// shared, probed, keyed by Cluster.
 	workloadClusters, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
 		SecretClient:     mgr.GetAPIReader(),
 		WatchFilterValue: opts.WatchFilterValue,
@@ -160,7 +169,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	}
 	if err := (&Metal3MachineReconciler{
 		Client: mgr.GetClient(), Identities: identities, ClusterCache: workloadClusters, WatchFilterValue: opts.WatchFilterValue,
-		Recorder: mgr.GetEventRecorder("metal3machine-controller"),
+		Recorder: mgr.GetEventRecorder("metal3machine-controller"), FastTrack: opts.FastTrack,
 	}).SetupWithManager(ctx, mgr, options(concurrency.Metal3Machine)); err != nil {
 		return nil, fmt.Errorf("set up Metal3Machine controller: %w", err)
 	}
@@ -176,8 +185,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	}
 	if err := (&Metal3DataReconciler{
 		Client: mgr.GetClient(), Identities: identities, WatchFilterValue: opts.WatchFilterValue,
+		HostNameIPClaims: opts.HostNameIPClaims,
 	}).SetupWithManager(ctx, mgr, options(concurrency.Metal3Data)); err != nil {
 		return nil, fmt.Errorf("set up Metal3Data controller: %w", err)
+	}
+	if err := (&Metal3RemediationReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Identities: identities, ClusterCache: workloadClusters, WatchFilterValue: opts.WatchFilterValue,
+		Recorder: mgr.GetEventRecorder("metal3remediation-controller"),
+	}).SetupWithManager(ctx, mgr, options(concurrency.Metal3Remediation)); err != nil {
+		return nil, fmt.Errorf("set up Metal3Remediation controller: %w", err)
 	}
 	return &Controllers{Identities: identities, WorkloadClusters: workloadClusters}, nil
 }

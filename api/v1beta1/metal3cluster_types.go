@@ -40,8 +40,9 @@ type Metal3ClusterSpec struct {
 	NoCloudProvider *bool `json:"noCloudProvider,omitempty"`
 
 	// cloudProviderEnabled says whether a cloud provider (such as the Metal3
-	// cloud controller manager) sets the Nodes' providerID. When false, the
-	// provider sets it by matching Nodes to hosts.
+	// cloud controller manager) sets the Nodes' providerID. When false or
+	// unset (as upstream CAPM3 reads it), the provider sets it, finding each
+	// Node by the host's metal3.io/uuid label, else by its hostname.
 	// +optional
 	CloudProviderEnabled *bool `json:"cloudProviderEnabled,omitempty"`
 

@@ -71,7 +71,8 @@ const (
 	RemediationPhaseWaiting RemediationPhase = "Waiting"
 	// RemediationPhaseDeleting: remediation failed; the machine is being deleted.
 	RemediationPhaseDeleting RemediationPhase = "Deleting machine"
-	// RemediationPhaseFailed: remediation failed and gave up.
+	// RemediationPhaseFailed: remediation gave up and nothing will replace
+	// the machine (it has no owner), or the strategy is not supported.
 	RemediationPhaseFailed RemediationPhase = "Failed"
 )
 
@@ -89,13 +90,85 @@ type Metal3RemediationStatus struct {
 	// +optional
 	LastRemediated *metav1.Time `json:"lastRemediated,omitempty"`
 
-	// conditions: Ready and Paused.
+	// conditions: HostFound, PowerCycled, NodeRestored and Paused.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=32
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+const (
+	// Metal3RemediationFinalizer keeps a remediation until its host is
+	// powered on again and its node's labels are restored, should the
+	// MachineHealthCheck delete it halfway through.
+	Metal3RemediationFinalizer = "metal3remediation.infrastructure.cluster.x-k8s.io"
+
+	// RemediationNodeBackupAnnotation holds, on a Metal3Remediation, the
+	// labels and annotations of the Node it deleted (JSON: {"labels": {…},
+	// "annotations": {…}}), until they are restored onto the Node that
+	// registers after the reboot. Kept on the object, not in memory, so that
+	// a provider restart between the deletion and the restore loses nothing.
+	RemediationNodeBackupAnnotation = "remediation.metal3.io/node-backup"
+
+	// RemediationRebootAnnotationPrefix starts the Bare Metal Operator reboot
+	// annotation a remediation sets on its host (reboot.metal3.io/<key>):
+	// the host stays powered off while it is there and powers on when it is
+	// removed. The key ends with the Metal3Machine's consumer ID, which
+	// names the remediated machine in the pool and survives clusterctl move.
+	RemediationRebootAnnotationPrefix = "reboot.metal3.io/capm3-remediation-"
+
+	// RemediationHistoryAnnotation holds, on a Metal3Machine, what its last
+	// remediation left when the MachineHealthCheck deleted it (JSON: the
+	// retry count, the last reboot and when the machine was found healthy).
+	// A remediation created for the machine within its timeout of that
+	// counts on from it: a machine a reboot heals only for a moment is not
+	// rebooted forever, it is replaced after retryLimit reboots.
+	RemediationHistoryAnnotation = "remediation.metal3.io/last-remediation"
+)
+
+// Condition types of a Metal3Remediation besides Paused.
+const (
+	// RemediationHostFoundCondition: the unhealthy machine's host is reached
+	// through the machine's identity and still consumed by it.
+	RemediationHostFoundCondition = "HostFound"
+	// RemediationPowerCycledCondition: the current try has powered the host
+	// off and on again.
+	RemediationPowerCycledCondition = "PowerCycled"
+	// RemediationNodeRestoredCondition: the Node deleted while the host was
+	// off has registered again and has its labels and annotations back.
+	RemediationNodeRestoredCondition = "NodeRestored"
+)
+
+// Reasons of the Metal3Remediation conditions.
+const (
+	// RemediationMachineNotFoundReason: no Machine of the remediation's name.
+	RemediationMachineNotFoundReason = "MachineNotFound"
+	// RemediationMetal3MachineNotFoundReason: the Machine's infrastructure
+	// is not a Metal3Machine that exists.
+	RemediationMetal3MachineNotFoundReason = "Metal3MachineNotFound"
+	// RemediationHostNotAssociatedReason: the Metal3Machine has no host.
+	RemediationHostNotAssociatedReason = "HostNotAssociated"
+	// RemediationHostFoundReason: the host is found.
+	RemediationHostFoundReason = "HostFound"
+	// RemediationPoweringOffReason: the reboot annotation is set; waiting
+	// for the host to power off, then for its Node to be deleted.
+	RemediationPoweringOffReason = "PoweringOff"
+	// RemediationPoweringOnReason: the reboot annotation is removed; waiting
+	// for the host to power on.
+	RemediationPoweringOnReason = "PoweringOn"
+	// RemediationPowerCycledReason: the host was powered off and on.
+	RemediationPowerCycledReason = "PowerCycled"
+	// RemediationWorkloadClusterUnreachableReason: the workload cluster
+	// cannot be reached to delete or restore the Node.
+	RemediationWorkloadClusterUnreachableReason = "WorkloadClusterUnreachable"
+	// RemediationWaitingForNodeReason: the Node is deleted; waiting for it
+	// to register again.
+	RemediationWaitingForNodeReason = "WaitingForNode"
+	// RemediationNodeRestoredReason: the Node is back with its labels and
+	// annotations.
+	RemediationNodeRestoredReason = "NodeRestored"
+)
 
 // Metal3Remediation remediates one unhealthy Metal3Machine, created by a
 // MachineHealthCheck from a Metal3RemediationTemplate.

@@ -57,8 +57,13 @@ type Options struct {
 	Cluster   *clusterv1.Cluster
 	Machine   *clusterv1.Machine
 	M3Machine *infrav1.Metal3Machine
-	// ReuseTemplate is the Metal3MachineTemplate name when it has nodeReuse.
-	ReuseTemplate string
+	// Reuse is the machine's part in node reuse: which reserved hosts it
+	// may take, and whether its host is kept for its owner on release.
+	Reuse Reuse
+	// FastTrack leaves a released host powered on (upstream CAPM3's
+	// CAPM3_FAST_TRACK), so the next provisioning skips booting the
+	// deployment agent, unless automated cleaning is disabled.
+	FastTrack bool
 	// Recorder records Events on the Metal3Machine: claim, lost race,
 	// release. Nil records none.
 	Recorder events.EventRecorder
@@ -96,11 +101,11 @@ func hostView(bmh *bmov1alpha1.BareMetalHost) *Host {
 
 // event records a binding decision where users look for it: an Event on the
 // Metal3Machine and a structured log line keyed by the machine and the host.
-func (m *bmhBinding) event(ctx context.Context, host *bmov1alpha1.BareMetalHost, eventType, reason, note string, args ...any) {
+func (m *bmhBinding) event(ctx context.Context, host *bmov1alpha1.BareMetalHost, reason, note string, args ...any) {
 	ctrl.LoggerFrom(ctx).Info(fmt.Sprintf(note, args...), "metal3Machine", klog.KObj(m.M3Machine),
 		"host", klog.KObj(host), "reason", reason)
 	if m.Recorder != nil {
-		m.Recorder.Eventf(m.M3Machine, nil, eventType, reason, "BindHost", note, args...)
+		m.Recorder.Eventf(m.M3Machine, nil, corev1.EventTypeNormal, reason, "BindHost", note, args...)
 	}
 }
 
@@ -148,9 +153,16 @@ func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 		m.recordAssociation(host)
 		return hostView(host), nil
 	}
-	candidates, err := rankHosts(hosts.Items, m.M3Machine, m.failureDomain(), m.ReuseTemplate)
+	candidates, keptNotReady, err := rankHosts(hosts.Items, m.M3Machine, m.failureDomain(), m.Reuse)
 	if err != nil {
 		return nil, err
+	}
+	if len(keptNotReady) > 0 && (len(candidates) == 0 || m.Reuse.reservation(candidates[0]) != reservedForMachine) {
+		// Node reuse: the owner's released host comes back to it; the
+		// machine does not take another one meanwhile.
+		host := keptNotReady[0]
+		return nil, fmt.Errorf("%w: host %s/%s is kept for %s and is %s", ErrNoAvailableHost, host.Namespace, host.Name,
+			m.Reuse.Owner, stateName(host.Status.Provisioning.State))
 	}
 	if len(candidates) == 0 {
 		return nil, ErrNoAvailableHost
@@ -162,13 +174,13 @@ func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 		host, err := m.claim(ctx, candidate)
 		if err == nil {
 			m.recordAssociation(host)
-			m.event(ctx, host, corev1.EventTypeNormal, "HostClaimed", "Claimed host %s/%s", host.Namespace, host.Name)
+			m.event(ctx, host, "HostClaimed", "Claimed host %s/%s", host.Namespace, host.Name)
 			return hostView(host), nil
 		}
 		if !errors.Is(err, errLostRace) {
 			return nil, err
 		}
-		m.event(ctx, candidate, corev1.EventTypeNormal, "HostClaimLost", "Host %s/%s was claimed by someone else first; trying another", candidate.Namespace, candidate.Name)
+		m.event(ctx, candidate, "HostClaimLost", "Host %s/%s was claimed by someone else first; trying another", candidate.Namespace, candidate.Name)
 	}
 	return nil, ErrNoAvailableHost
 }
@@ -219,6 +231,7 @@ func (m *bmhBinding) claim(ctx context.Context, candidate *bmov1alpha1.BareMetal
 	}
 	host.Labels[clusterv1.ClusterNameLabel] = m.Cluster.Name
 	delete(host.Labels, NodeReuseLabel)
+	delete(host.Annotations, NodeReuseClusterAnnotation)
 
 	updateErr := m.Access.Client().Update(ctx, host)
 	if updateErr == nil {
@@ -462,12 +475,7 @@ func (m *bmhBinding) Release(ctx context.Context) (bool, error) {
 		updated := host.DeepCopy()
 		updated.Spec.Image, updated.Spec.CustomDeploy = nil, nil
 		updated.Spec.UserData, updated.Spec.MetaData, updated.Spec.NetworkData = nil, nil, nil
-		if m.ReuseTemplate != "" {
-			if updated.Labels == nil {
-				updated.Labels = map[string]string{}
-			}
-			updated.Labels[NodeReuseLabel] = m.ReuseTemplate
-		}
+		updated.Spec.Online = m.onlineWhenReleased(host)
 		return false, m.patchHost(ctx, host, updated)
 	}
 	switch host.Status.Provisioning.State {
@@ -476,8 +484,23 @@ func (m *bmhBinding) Release(ctx context.Context) (bool, error) {
 	}
 	updated := host.DeepCopy()
 	updated.Spec.ConsumerRef = nil
-	updated.Spec.Online = false
+	updated.Spec.Online = m.onlineWhenReleased(host)
+	// A remediation interrupted by the machine's deletion must not leave
+	// the next user's host held off.
+	delete(updated.Annotations, infrav1.RemediationRebootAnnotationPrefix+string(infrav1.ConsumerID(m.M3Machine)))
 	delete(updated.Labels, clusterv1.ClusterNameLabel)
+	if m.Reuse.Reserve && m.Reuse.Owner != "" {
+		// Kept for the owner's next machine, as upstream CAPM3 does,
+		// scoped to this cluster so no other tenant or cluster takes it.
+		if updated.Labels == nil {
+			updated.Labels = map[string]string{}
+		}
+		if updated.Annotations == nil {
+			updated.Annotations = map[string]string{}
+		}
+		updated.Labels[NodeReuseLabel] = m.Reuse.Owner
+		updated.Annotations[NodeReuseClusterAnnotation] = m.Reuse.Cluster
+	}
 	if updated.Annotations[bmov1alpha1.PausedAnnotation] == pausedByUs {
 		delete(updated.Annotations, bmov1alpha1.PausedAnnotation)
 	}
@@ -485,8 +508,35 @@ func (m *bmhBinding) Release(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	m.deleteHostSecrets(ctx, host.Namespace)
-	m.event(ctx, host, corev1.EventTypeNormal, "HostReleased", "Released host %s/%s", host.Namespace, host.Name)
+	if owner := updated.Labels[NodeReuseLabel]; owner != "" {
+		m.event(ctx, host, "HostReleased", "Released host %s/%s, kept for %s (node reuse)", host.Namespace, host.Name, owner)
+	} else {
+		m.event(ctx, host, "HostReleased", "Released host %s/%s", host.Namespace, host.Name)
+	}
 	return true, nil
+}
+
+// onlineWhenReleased is the power a released host is left in, as upstream
+// CAPM3 decides it: off, unless fast track keeps it on for the next
+// provisioning, which only works if automated cleaning boots the agent
+// (with cleaning disabled, nothing would); and on whatever the settings
+// for a host whose power off is disabled, which the Bare Metal Operator
+// would refuse to switch off.
+func (m *bmhBinding) onlineWhenReleased(host *bmov1alpha1.BareMetalHost) bool {
+	switch {
+	case host.Spec.DisablePowerOff:
+		return true
+	case host.Spec.AutomatedCleaningMode == bmov1alpha1.CleaningModeDisabled:
+		return false
+	}
+	return m.FastTrack
+}
+
+func stateName(state bmov1alpha1.ProvisioningState) string {
+	if state == "" {
+		return "registering"
+	}
+	return string(state)
 }
 
 // deleteHostSecrets removes every Secret this machine may have written in

@@ -34,10 +34,58 @@ const (
 	UnhealthyAnnotation = "capi.metal3.io/unhealthy"
 	// FailureDomainLabel puts a host in a failure domain.
 	FailureDomainLabel = "infrastructure.cluster.x-k8s.io/failure-domain"
-	// NodeReuseLabel marks a host released by a machine of a template with
-	// nodeReuse, for the next machine of the same template.
+	// NodeReuseLabel reserves a released host for the next machine of the
+	// same owner, as upstream CAPM3 names it: "cp-<control plane>" or
+	// "md-<MachineDeployment>". The owner, not the template, so a rolling
+	// upgrade to a new template gets the hosts back.
 	NodeReuseLabel = "infrastructure.cluster.x-k8s.io/node-reuse"
+	// NodeReuseClusterAnnotation scopes a reservation to one cluster
+	// ("<namespace>/<cluster name>"): owners of the same name in other
+	// tenants' namespaces or other clusters sharing the pool do not match.
+	NodeReuseClusterAnnotation = "infrastructure.cluster.x-k8s.io/node-reuse-cluster"
 )
+
+// Reuse is a machine's part in node reuse.
+type Reuse struct {
+	// Owner is the machine's owner as NodeReuseLabel names it; empty for a
+	// machine of neither a control plane nor a MachineDeployment.
+	Owner string
+	// Cluster is "<namespace>/<cluster name>" of the machine.
+	Cluster string
+	// Reserve keeps the host for Owner on release: the machine's template
+	// has nodeReuse and the owner still wants machines.
+	Reserve bool
+	// LiveOwners are the owners of the machine's cluster that still exist.
+	// A reservation of this cluster for an owner not among them is stale:
+	// nothing will come back for the host, so any machine may take it.
+	LiveOwners []string
+}
+
+// reservation says what a host's node reuse reservation means to a machine.
+type reservation int
+
+const (
+	notReserved reservation = iota
+	reservedForMachine
+	reservedForOther
+)
+
+func (r Reuse) reservation(host *bmov1alpha1.BareMetalHost) reservation {
+	owner, reserved := host.Labels[NodeReuseLabel]
+	if !reserved {
+		return notReserved
+	}
+	scope, scoped := host.Annotations[NodeReuseClusterAnnotation]
+	switch {
+	// A host reserved by upstream CAPM3 has no scope: its owner name alone
+	// decides, as it did there.
+	case (scope == r.Cluster || !scoped) && r.Owner != "" && owner == r.Owner:
+		return reservedForMachine
+	case scoped && scope == r.Cluster && !slices.Contains(r.LiveOwners, owner):
+		return notReserved
+	}
+	return reservedForOther
+}
 
 // hostSelector turns a Metal3Machine's hostSelector into a label selector.
 func hostSelector(sel infrav1.HostSelector) (labels.Selector, error) {
@@ -60,15 +108,16 @@ func hostSelector(sel infrav1.HostSelector) (labels.Selector, error) {
 }
 
 // hostAvailable reports whether a host may be claimed: registered and
-// inspected (available, or the deprecated ready), not consumed, not marked
-// unhealthy, not paused or detached.
+// inspected (available, or the deprecated ready), not consumed, reporting
+// no error (as upstream CAPM3 skips them), not marked unhealthy, not paused
+// or detached.
 func hostAvailable(host *bmov1alpha1.BareMetalHost) bool {
 	switch host.Status.Provisioning.State {
 	case bmov1alpha1.StateAvailable, bmov1alpha1.StateReady:
 	default:
 		return false
 	}
-	if host.Spec.ConsumerRef != nil || !host.DeletionTimestamp.IsZero() {
+	if host.Spec.ConsumerRef != nil || !host.DeletionTimestamp.IsZero() || host.Status.ErrorMessage != "" {
 		return false
 	}
 	for _, annotation := range []string{UnhealthyAnnotation, bmov1alpha1.PausedAnnotation, bmov1alpha1.DetachedAnnotation} {
@@ -82,8 +131,8 @@ func hostAvailable(host *bmov1alpha1.BareMetalHost) bool {
 // hostCandidate is a host that may be chosen and how well it fits.
 type hostCandidate struct {
 	host *bmov1alpha1.BareMetalHost
-	// rank orders candidates, lower first: a reusable host of the machine's
-	// template, then one in its failure domain, then any other.
+	// rank orders candidates, lower first: a host kept for the machine's
+	// owner, then one in its failure domain, then any other.
 	rank int
 	// spread orders equal candidates. It is a hash of the machine and the
 	// host: stable for one machine across retries, different between
@@ -91,24 +140,35 @@ type hostCandidate struct {
 	spread uint64
 }
 
-// rankHosts returns the hosts machine may claim, best first. reuseTemplate
-// is the name of the machine's Metal3MachineTemplate when it has nodeReuse.
-func rankHosts(hosts []bmov1alpha1.BareMetalHost, machine *infrav1.Metal3Machine, failureDomain, reuseTemplate string) ([]*bmov1alpha1.BareMetalHost, error) {
+// rankHosts returns the hosts machine may claim, best first, and the hosts
+// kept for it that are not available yet (released, still being cleaned):
+// the machine waits for those rather than take another host.
+func rankHosts(hosts []bmov1alpha1.BareMetalHost, machine *infrav1.Metal3Machine, failureDomain string, reuse Reuse) (ranked, keptNotReady []*bmov1alpha1.BareMetalHost, _ error) {
 	selector, err := hostSelector(machine.Spec.HostSelector)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var candidates []hostCandidate
 	for i := range hosts {
 		host := &hosts[i]
-		if !hostAvailable(host) || !selector.Matches(labels.Set(host.Labels)) {
+		if !selector.Matches(labels.Set(host.Labels)) {
+			continue
+		}
+		kept := reuse.reservation(host)
+		if kept == reservedForOther {
+			continue
+		}
+		if !hostAvailable(host) {
+			if kept == reservedForMachine && host.Spec.ConsumerRef == nil && host.DeletionTimestamp.IsZero() {
+				keptNotReady = append(keptNotReady, host)
+			}
 			continue
 		}
 		rank := 2
 		if failureDomain != "" && host.Labels[FailureDomainLabel] == failureDomain {
 			rank = 1
 		}
-		if reuseTemplate != "" && host.Labels[NodeReuseLabel] == reuseTemplate {
+		if kept == reservedForMachine {
 			rank = 0
 		}
 		h := fnv.New64a()
@@ -127,9 +187,9 @@ func rankHosts(hosts []bmov1alpha1.BareMetalHost, machine *infrav1.Metal3Machine
 		}
 		return 0
 	})
-	out := make([]*bmov1alpha1.BareMetalHost, len(candidates))
+	ranked = make([]*bmov1alpha1.BareMetalHost, len(candidates))
 	for i, c := range candidates {
-		out[i] = c.host
+		ranked[i] = c.host
 	}
-	return out, nil
+	return ranked, keptNotReady, nil
 }

@@ -17,6 +17,8 @@ limitations under the License.
 package hostbinding
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -50,7 +52,15 @@ func TestRankHosts(t *testing.T) {
 		testHost("available", bmov1alpha1.StateAvailable, map[string]string{"role": "worker"}, nil),
 		testHost("ready", bmov1alpha1.StateReady, map[string]string{"role": "worker"}, nil),
 		testHost("in-fd", bmov1alpha1.StateAvailable, map[string]string{"role": "worker", FailureDomainLabel: "rack-1"}, nil),
-		testHost("reusable", bmov1alpha1.StateAvailable, map[string]string{"role": "worker", NodeReuseLabel: "workers"}, nil),
+		testHost("reusable", bmov1alpha1.StateAvailable, map[string]string{"role": "worker", NodeReuseLabel: "md-workers"},
+			map[string]string{NodeReuseClusterAnnotation: "tenant-a/c1"}),
+		testHost("kept-for-other-tenant", bmov1alpha1.StateAvailable, map[string]string{"role": "worker", NodeReuseLabel: "md-workers"},
+			map[string]string{NodeReuseClusterAnnotation: "tenant-b/c1"}),
+		testHost("kept-for-other-owner", bmov1alpha1.StateAvailable, map[string]string{"role": "worker", NodeReuseLabel: "md-big"},
+			map[string]string{NodeReuseClusterAnnotation: "tenant-a/c1"}),
+		testHost("kept-by-upstream", bmov1alpha1.StateAvailable, map[string]string{"role": "worker", NodeReuseLabel: "md-workers"}, nil),
+		testHost("kept-cleaning", bmov1alpha1.StatePreparing, map[string]string{"role": "worker", NodeReuseLabel: "md-workers"},
+			map[string]string{NodeReuseClusterAnnotation: "tenant-a/c1"}),
 		testHost("control", bmov1alpha1.StateAvailable, map[string]string{"role": "control-plane"}, nil),
 		testHost("inspecting", bmov1alpha1.StateInspecting, map[string]string{"role": "worker"}, nil),
 		testHost("provisioned", bmov1alpha1.StateProvisioned, map[string]string{"role": "worker"}, nil),
@@ -59,6 +69,12 @@ func TestRankHosts(t *testing.T) {
 		testHost("detached", bmov1alpha1.StateAvailable, map[string]string{"role": "worker"}, map[string]string{bmov1alpha1.DetachedAnnotation: ""}),
 		consumed,
 	}
+	errored := testHost("error", bmov1alpha1.StateAvailable, map[string]string{"role": "worker"}, nil)
+	errored.Status.ErrorMessage = "power management failed"
+	hosts = append(hosts, errored)
+	// Reuse of a machine of MachineDeployment "workers" of cluster
+	// tenant-a/c1, whose other owners ("md-big") still exist.
+	workersReuse := Reuse{Owner: "md-workers", Cluster: "tenant-a/c1", LiveOwners: []string{"md-workers", "md-big"}}
 	machine := func(uid string, sel infrav1.HostSelector) *infrav1.Metal3Machine {
 		return &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Spec: infrav1.Metal3MachineSpec{HostSelector: sel}}
 	}
@@ -67,27 +83,38 @@ func TestRankHosts(t *testing.T) {
 		name          string
 		machine       *infrav1.Metal3Machine
 		failureDomain string
-		reuse         string
-		wantFirst     string
+		reuse         Reuse
+		wantFirst     string // "a|b": either
 		wantSet       []string
+		wantKept      []string
 	}{
-		{name: "only free, healthy, unpaused, inspected hosts matching the selector", machine: machine("a", workers),
-			wantSet: []string{"available", "ready", "in-fd", "reusable"}},
+		{name: "only free, healthy, unpaused, inspected, unreserved hosts matching the selector, none with an error", machine: machine("a", workers),
+			wantSet: []string{"available", "ready", "in-fd"}},
 		{name: "matchExpressions", machine: machine("a", infrav1.HostSelector{MatchExpressions: []infrav1.HostSelectorRequirement{
 			{Key: "role", Operator: selection.In, Values: []string{"control-plane"}},
 		}}), wantSet: []string{"control"}},
 		{name: "failure domain first", machine: machine("a", workers), failureDomain: "rack-1", wantFirst: "in-fd"},
-		{name: "a host kept for the template before all", machine: machine("a", workers), failureDomain: "rack-1", reuse: "workers", wantFirst: "reusable"},
-		{name: "no selector: every available host", machine: machine("a", infrav1.HostSelector{}),
-			wantSet: []string{"available", "ready", "in-fd", "reusable", "control"}},
+		{name: "a host kept for the machine's owner before all", machine: machine("a", workers), failureDomain: "rack-1", reuse: workersReuse,
+			wantFirst: "reusable|kept-by-upstream", wantSet: []string{"available", "ready", "in-fd", "reusable", "kept-by-upstream"}, wantKept: []string{"kept-cleaning"}},
+		{name: "a reservation for an owner that is gone is free", machine: machine("a", workers),
+			reuse:   Reuse{Owner: "md-workers", Cluster: "tenant-a/c1", LiveOwners: []string{"md-workers"}},
+			wantSet: []string{"available", "ready", "in-fd", "reusable", "kept-by-upstream", "kept-for-other-owner"}, wantKept: []string{"kept-cleaning"}},
+		{name: "another tenant's owner of the same name does not match", machine: machine("a", workers),
+			reuse:   Reuse{Owner: "md-workers", Cluster: "tenant-c/c1", LiveOwners: []string{"md-workers"}},
+			wantSet: []string{"available", "ready", "in-fd", "kept-by-upstream"}},
+		{name: "no selector: every available unreserved host", machine: machine("a", infrav1.HostSelector{}),
+			wantSet: []string{"available", "ready", "in-fd", "control"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := rankHosts(hosts, tt.machine, tt.failureDomain, tt.reuse)
+			got, kept, err := rankHosts(hosts, tt.machine, tt.failureDomain, tt.reuse)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tt.wantFirst != "" && (len(got) == 0 || got[0].Name != tt.wantFirst) {
+			if len(kept) != len(tt.wantKept) || len(kept) > 0 && kept[0].Name != tt.wantKept[0] {
+				t.Errorf("kept but not ready = %v, want %v", names(kept), tt.wantKept)
+			}
+			if tt.wantFirst != "" && (len(got) == 0 || !slices.Contains(strings.Split(tt.wantFirst, "|"), got[0].Name)) {
 				t.Errorf("first = %v, want %s", names(got), tt.wantFirst)
 			}
 			if tt.wantSet != nil {
@@ -118,8 +145,8 @@ func TestRankHostsSpreadsMachines(t *testing.T) {
 	first := map[string]bool{}
 	for _, uid := range []string{"m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7"} {
 		m := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}
-		a, _ := rankHosts(hosts, m, "", "")
-		b, _ := rankHosts(hosts, m, "", "")
+		a, _, _ := rankHosts(hosts, m, "", Reuse{})
+		b, _, _ := rankHosts(hosts, m, "", Reuse{})
 		if a[0].Name != b[0].Name {
 			t.Fatalf("machine %s: order not stable", uid)
 		}
@@ -148,5 +175,33 @@ func TestHostSecretName(t *testing.T) {
 	long := hostSecretName(owner("t", string(make([]byte, 300)), "u"), UserDataPurpose)
 	if len(long) > 253 {
 		t.Errorf("name of %d characters is too long for a Secret", len(long))
+	}
+}
+
+// TestOnlineWhenReleased: the power a released host is left in, as
+// upstream CAPM3 decides it, and never off for a host whose power off is
+// disabled (the Bare Metal Operator refuses that).
+func TestOnlineWhenReleased(t *testing.T) {
+	for _, tt := range []struct {
+		name            string
+		fastTrack       bool
+		cleaning        bmov1alpha1.AutomatedCleaningMode
+		disablePowerOff bool
+		want            bool
+	}{
+		{name: "off by default", cleaning: bmov1alpha1.CleaningModeMetadata, want: false},
+		{name: "fast track keeps it on", fastTrack: true, cleaning: bmov1alpha1.CleaningModeMetadata, want: true},
+		{name: "fast track needs cleaning to boot the agent", fastTrack: true, cleaning: bmov1alpha1.CleaningModeDisabled, want: false},
+		{name: "power off disabled", cleaning: bmov1alpha1.CleaningModeDisabled, disablePowerOff: true, want: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			host := &bmov1alpha1.BareMetalHost{Spec: bmov1alpha1.BareMetalHostSpec{
+				AutomatedCleaningMode: tt.cleaning, DisablePowerOff: tt.disablePowerOff,
+			}}
+			binding := &bmhBinding{Options: Options{FastTrack: tt.fastTrack}}
+			if got := binding.onlineWhenReleased(host); got != tt.want {
+				t.Errorf("online = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

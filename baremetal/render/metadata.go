@@ -26,6 +26,10 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
 
+// ProviderIDKey is the metadata key holding the machine's provider ID
+// without its metal3:// scheme.
+const ProviderIDKey = "providerid"
+
 // metaData accumulates the rendered keys and the errors of one rendering, so
 // that one pass reports every broken entry instead of the first.
 type metaData struct {
@@ -139,6 +143,13 @@ func MetaData(in Input) ([]byte, error) {
 		if !m.fail(ferr) {
 			m.set(p, e.Key, v)
 		}
+	}
+	// providerid, as upstream CAPM3 writes it: what a kubeadm template's
+	// "provider-id: metal3://{{ ds.meta_data.providerid }}" needs for the
+	// kubelet to register with the machine's provider ID. The template's
+	// own entry of that key, if any, wins.
+	if _, set := m.values[ProviderIDKey]; !set && in.Host != nil && in.Metal3Machine != nil {
+		m.values[ProviderIDKey] = in.Host.Namespace + "/" + in.Host.Name + "/" + in.Metal3Machine.Name
 	}
 
 	if len(m.errs) > 0 {

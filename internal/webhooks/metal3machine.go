@@ -178,10 +178,14 @@ func validateImage(image *infrav1.Image, path *field.Path) field.ErrorList {
 	} else if u, err := url.Parse(image.URL); err != nil || u.Scheme == "" || u.Host == "" && u.Scheme != "file" {
 		errs = append(errs, field.Invalid(path.Child("url"), image.URL, "must be an absolute URL such as http://host/image.qcow2"))
 	}
+	// The Bare Metal Operator verifies every image against a checksum but
+	// live ISOs (booted, not written) and OCI images (pulled by digest or
+	// tag from a registry, which verifies them itself).
 	liveISO := image.DiskFormat != nil && *image.DiskFormat == liveISOFormat
+	oci := strings.HasPrefix(strings.ToLower(image.URL), "oci://")
 	switch {
-	case image.Checksum == "" && !liveISO:
-		errs = append(errs, field.Required(path.Child("checksum"), "a checksum is required unless format is live-iso"))
+	case image.Checksum == "" && !liveISO && !oci:
+		errs = append(errs, field.Required(path.Child("checksum"), "a checksum is required unless format is live-iso or the URL is oci://"))
 	case image.Checksum == "" && image.ChecksumType != nil:
 		errs = append(errs, field.Required(path.Child("checksum"), "checksumType is set but checksum is empty"))
 	case image.Checksum != "" && image.ChecksumType != nil && isHex(image.Checksum):

@@ -233,6 +233,12 @@ var machineSpecCases = []machineSpecCase{
 		},
 	},
 	{
+		name: "valid OCI image without checksum",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.Image = infrav1.Image{URL: "oci://registry.example.com/images/node:v1.36"}
+		},
+	},
+	{
 		name:   "valid checksum file URL",
 		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum = checksumFileURL },
 	},

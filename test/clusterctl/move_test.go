@@ -224,6 +224,9 @@ func createCluster(t *testing.T, c ctrlclient.Client) *clusterv1.Cluster {
 		Spec: infrav1.Metal3ClusterSpec{
 			ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.168.111.249", Port: 6443},
 			IdentityRef:          &infrav1.IdentityRef{Name: clusterName + "-pool-identity"},
+			// No workload cluster here: a cloud provider stands for
+			// whoever would give Nodes their providerID.
+			CloudProviderEnabled: ptr.To(true),
 		},
 	}); err != nil {
 		t.Fatal(err)

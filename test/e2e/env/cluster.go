@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"time"
 
-	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -38,27 +37,7 @@ import (
 // credentials in namespace of c; the Bare Metal Operator running there
 // registers them and makes them available.
 func AddHosts(ctx context.Context, c client.Client, namespace, prefix string, count int) error {
-	for i := range count {
-		name := fmt.Sprintf("%s-%d", prefix, i)
-		bmc := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-bmc"},
-			StringData: map[string]string{"username": "admin", "password": "password"},
-		}
-		if err := c.Create(ctx, bmc); err != nil {
-			return fmt.Errorf("create BMC credentials of host %s: %w", name, err)
-		}
-		host := &bmov1alpha1.BareMetalHost{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-			Spec: bmov1alpha1.BareMetalHostSpec{
-				Online: true, BootMACAddress: fmt.Sprintf("00:5c:52:31:%02x:%02x", len(prefix), i),
-				BMC: bmov1alpha1.BMCDetails{Address: fmt.Sprintf("ipmi://192.168.122.1:%d", 6230+i), CredentialsName: bmc.Name},
-			},
-		}
-		if err := c.Create(ctx, host); err != nil {
-			return fmt.Errorf("create host %s: %w", name, err)
-		}
-	}
-	return nil
+	return testenv.RegisterHosts(ctx, c, namespace, prefix, count)
 }
 
 // AddPool makes namespace a pool of count hosts on the pool API server and

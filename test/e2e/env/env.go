@@ -20,8 +20,10 @@ limitations under the License.
 // workload cluster; Cluster API's core controllers and webhooks in-process;
 // the provider's manager as a process built from this tree; the real Bare
 // Metal Operator in test mode on the pool; and a stand-in for kubelet that
-// registers a Node for every provisioned host. The e2e suite (test/e2e) and
-// `make demo` (test/e2e/demo) both run on it.
+// registers a Node for every provisioned, powered-on host, and whose
+// kubelets a test can wedge or break. The e2e suite (test/e2e), the
+// remediation tests (test/remediation) and `make demo` (test/e2e/demo) run
+// on it.
 package env
 
 import (
@@ -83,7 +85,8 @@ type Environment struct {
 	// Workload is the API server every cluster's nodes register with.
 	Workload *testenv.Env
 
-	t testenv.T
+	t       testenv.T
+	kubelet *kubelet
 }
 
 // Management is a management cluster: Cluster API and the provider.
@@ -104,7 +107,7 @@ func Start(t testenv.T) *Environment {
 	// The first management cluster also holds hosts of its own, for
 	// clusters without identityRef (hosts in the cluster's namespace).
 	e.Management.StartBMO(t, "baremetal-operator-system")
-	startKubelet(t, e.Workload.Client, e.Pool.Client, e.Management.Client)
+	e.kubelet = startKubelet(t, e.Workload, e.Pool, e.Management.Env)
 	return e
 }
 

@@ -18,52 +18,135 @@ package env
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
-// startKubelet stands in for the kubelet of every host until t ends: a host
-// the Bare Metal Operator reports provisioned boots a node, which registers
-// with the workload cluster as kubelet would with the template's
-// configuration (named after the host, labelled with the host's UID, Ready);
-// a host that is no longer provisioned has no node.
-func startKubelet(t testenv.T, workload client.Client, hostClusters ...client.Client) {
+// kubeletFault is what a test made of a host's kubelet.
+type kubeletFault int
+
+const (
+	// wedged: the Node reports NotReady until the host next powers off.
+	wedged kubeletFault = iota + 1
+	// broken: the Node reports NotReady whatever happens to the host.
+	broken
+)
+
+// kubelet stands in for the kubelet of every host: a host the Bare Metal
+// Operator reports provisioned and powered on boots a node, which
+// registers with the workload cluster as kubelet would with the template's
+// configuration (named after the host, labelled with the host's UID, Ready
+// unless the test faulted it); a host that is no longer provisioned has no
+// node. A powered-off host's node is left as it was, as the API server
+// keeps a silent node until the node lifecycle controller notices.
+type kubelet struct {
+	workload client.Client
+	hosts    []client.Client
+
+	mu     sync.Mutex
+	faults map[types.UID]kubeletFault
+}
+
+// startKubelet runs the stand-in until t ends, for the hosts of every
+// cluster in hostClusters.
+func startKubelet(t testenv.T, workload *testenv.Env, hostClusters ...*testenv.Env) *kubelet {
 	t.Helper()
+	k := &kubelet{workload: workload.Client, faults: map[types.UID]kubeletFault{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	var running sync.WaitGroup
+	for _, c := range hostClusters {
+		k.hosts = append(k.hosts, c.Client)
+		// A wedged kubelet heals when its host powers off, which may last
+		// less than a poll: power changes come from a watch.
+		powerWatch, err := cache.New(c.Config, cache.Options{Scheme: Scheme(), DefaultTransform: cache.TransformStripManagedFields()})
+		if err != nil {
+			cancel()
+			t.Fatalf("kubelet stand-in: host cache: %v", err)
+		}
+		informer, err := powerWatch.GetInformer(ctx, &bmov1alpha1.BareMetalHost{})
+		if err != nil {
+			cancel()
+			t.Fatalf("kubelet stand-in: host informer: %v", err)
+		}
+		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    k.sawHost,
+			UpdateFunc: func(_, obj any) { k.sawHost(obj) },
+		}); err != nil {
+			cancel()
+			t.Fatalf("kubelet stand-in: host informer: %v", err)
+		}
+		running.Go(func() { _ = powerWatch.Start(ctx) })
+	}
+	running.Go(func() {
 		ticker := time.NewTicker(pollInterval)
 		defer ticker.Stop()
 		for {
-			syncNodes(ctx, workload, hostClusters)
+			k.syncNodes(ctx)
 			select {
 			case <-ctx.Done():
 				return
 			case <-ticker.C:
 			}
 		}
-	}()
+	})
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		running.Wait()
 	})
+	return k
 }
+
+// sawHost heals a wedged kubelet whose host is seen powered off.
+func (k *kubelet) sawHost(obj any) {
+	host, ok := obj.(*bmov1alpha1.BareMetalHost)
+	if !ok || host.Status.PoweredOn {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.faults[host.UID] == wedged {
+		delete(k.faults, host.UID)
+	}
+}
+
+func (k *kubelet) setFault(host types.UID, fault kubeletFault) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.faults[host] = fault
+}
+
+func (k *kubelet) faulty(host types.UID) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.faults[host] != 0
+}
+
+// WedgeKubelet makes the kubelet of the host with UID host report its
+// Node NotReady until the host powers off: a reboot heals it.
+func (e *Environment) WedgeKubelet(host types.UID) { e.kubelet.setFault(host, wedged) }
+
+// BreakKubelet makes the kubelet of the host with UID host report its Node
+// NotReady for good, through reboots.
+func (e *Environment) BreakKubelet(host types.UID) { e.kubelet.setFault(host, broken) }
 
 // syncNodes makes the workload's Nodes match the provisioned hosts of every
 // cluster holding hosts. Errors (a pool that is down, a conflict) are left
 // to the next round; while a cluster cannot be read, no node is removed.
-func syncNodes(ctx context.Context, workload client.Client, hostClusters []client.Client) {
+func (k *kubelet) syncNodes(ctx context.Context) {
 	running, complete := map[string]bool{}, true
-	for _, c := range hostClusters {
+	for _, c := range k.hosts {
 		hosts := &bmov1alpha1.BareMetalHostList{}
 		if err := c.List(ctx, hosts); err != nil {
 			// Its hosts keep their nodes; the others are still served.
@@ -76,35 +159,37 @@ func syncNodes(ctx context.Context, workload client.Client, hostClusters []clien
 				continue
 			}
 			running[host.Name] = true
-			registerNode(ctx, workload, host)
+			if host.Status.PoweredOn {
+				k.registerNode(ctx, host)
+			}
 		}
 	}
 	if !complete {
 		return
 	}
 	nodes := &corev1.NodeList{}
-	if err := workload.List(ctx, nodes, client.HasLabels{controllers.HostUIDNodeLabel}); err != nil {
+	if err := k.workload.List(ctx, nodes, client.HasLabels{controllers.HostUIDNodeLabel}); err != nil {
 		return
 	}
 	for i := range nodes.Items {
 		if !running[nodes.Items[i].Name] {
-			_ = client.IgnoreNotFound(workload.Delete(ctx, &nodes.Items[i]))
+			_ = client.IgnoreNotFound(k.workload.Delete(ctx, &nodes.Items[i]))
 		}
 	}
 }
 
-// registerNode creates host's Node, or marks it Ready again, as kubelet's
+// registerNode creates host's Node, and posts its readiness, as kubelet's
 // registration and heartbeats do.
-func registerNode(ctx context.Context, workload client.Client, host *bmov1alpha1.BareMetalHost) {
+func (k *kubelet) registerNode(ctx context.Context, host *bmov1alpha1.BareMetalHost) {
 	node := &corev1.Node{}
-	err := workload.Get(ctx, client.ObjectKey{Name: host.Name}, node)
+	err := k.workload.Get(ctx, client.ObjectKey{Name: host.Name}, node)
 	switch {
 	case apierrors.IsNotFound(err):
 		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name:   host.Name,
 			Labels: map[string]string{controllers.HostUIDNodeLabel: string(host.UID)},
 		}}
-		if err := workload.Create(ctx, node); err != nil {
+		if err := k.workload.Create(ctx, node); err != nil {
 			return
 		}
 	case err != nil:
@@ -114,15 +199,23 @@ func registerNode(ctx context.Context, workload client.Client, host *bmov1alpha1
 		// was registered first.
 		return
 	}
+	ready := corev1.NodeCondition{
+		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		Message: "kubelet is posting ready status",
+	}
+	if k.faulty(host.UID) {
+		ready = corev1.NodeCondition{
+			Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
+			Message: "container runtime is down",
+		}
+	}
 	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+		if c.Type == corev1.NodeReady && c.Status == ready.Status {
 			return
 		}
 	}
 	now := metav1.Now()
-	node.Status.Conditions = []corev1.NodeCondition{{
-		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
-	}}
-	_ = workload.Status().Update(ctx, node)
+	ready.LastHeartbeatTime, ready.LastTransitionTime = now, now
+	node.Status.Conditions = []corev1.NodeCondition{ready}
+	_ = k.workload.Status().Update(ctx, node)
 }

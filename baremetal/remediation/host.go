@@ -1,0 +1,162 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package remediation
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
+)
+
+// rebootValue asks the Bare Metal Operator for a hard power-off: the
+// machine is unhealthy, a soft shutdown may never finish.
+const rebootValue = `{"mode":"hard"}`
+
+// RebootAnnotation is the reboot annotation the remediation of m3m sets on
+// its host. Its key is the machine's consumer ID: stable across clusterctl
+// move and unique across the management clusters sharing a pool, so a
+// remediation never removes another's, and finds its own after a move.
+func RebootAnnotation(m3m *infrav1.Metal3Machine) string {
+	return infrav1.RemediationRebootAnnotationPrefix + string(infrav1.ConsumerID(m3m))
+}
+
+// FindHost returns the host of m3m through access: the BareMetalHost its
+// host annotation names, which must still name m3m as its consumer. A
+// missing or foreign host is a *TargetError.
+func FindHost(ctx context.Context, access hostaccess.HostAccess, m3m *infrav1.Metal3Machine) (Host, error) {
+	ref := m3m.Annotations[infrav1.HostAnnotation]
+	if ref == "" {
+		return nil, &TargetError{Reason: infrav1.RemediationHostNotAssociatedReason,
+			Message: fmt.Sprintf("Metal3Machine %s/%s has no host", m3m.Namespace, m3m.Name)}
+	}
+	namespace, name, ok := strings.Cut(ref, "/")
+	if !ok {
+		return nil, &TargetError{Reason: infrav1.HostNotFoundReason,
+			Message: fmt.Sprintf("Metal3Machine %s/%s: annotation %s=%q is not namespace/name", m3m.Namespace, m3m.Name, infrav1.HostAnnotation, ref)}
+	}
+	host := &bmov1alpha1.BareMetalHost{}
+	if err := access.Client().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, host); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &TargetError{Reason: infrav1.HostNotFoundReason,
+				Message: fmt.Sprintf("Host %s of Metal3Machine %s/%s is not found through identity %s", ref, m3m.Namespace, m3m.Name, access.Key())}
+		}
+		return nil, fmt.Errorf("get host %s through identity %s: %w", ref, access.Key(), err)
+	}
+	if !consumedBy(host, m3m) {
+		return nil, &TargetError{Reason: infrav1.HostNotFoundReason,
+			Message: fmt.Sprintf("Host %s no longer names Metal3Machine %s/%s as its consumer", ref, m3m.Namespace, m3m.Name)}
+	}
+	return &bmhHost{client: access.Client(), reader: access.Reader(), host: host, m3m: m3m, rebootAnnotation: RebootAnnotation(m3m)}, nil
+}
+
+// consumedBy reports whether host's consumerRef is m3m, with its consumer
+// ID: a same-named machine of another management cluster is not m3m.
+func consumedBy(host *bmov1alpha1.BareMetalHost, m3m *infrav1.Metal3Machine) bool {
+	ref := host.Spec.ConsumerRef
+	return ref != nil && ref.Kind == "Metal3Machine" && ref.Name == m3m.Name && ref.Namespace == m3m.Namespace &&
+		(ref.UID == "" || ref.UID == infrav1.ConsumerID(m3m))
+}
+
+// bmhHost is a BareMetalHost read through the machine's identity. Every
+// write is guarded by the resourceVersion read, so it never lands on a host
+// whose consumer changed since it was checked.
+type bmhHost struct {
+	client client.Client
+	// reader reads the host live after a conflict.
+	reader           client.Reader
+	host             *bmov1alpha1.BareMetalHost
+	m3m              *infrav1.Metal3Machine
+	rebootAnnotation string
+}
+
+var _ Host = &bmhHost{}
+
+func (h *bmhHost) String() string  { return h.host.Namespace + "/" + h.host.Name }
+func (h *bmhHost) UID() types.UID  { return h.host.UID }
+func (h *bmhHost) PoweredOn() bool { return h.host.Status.PoweredOn }
+
+func (h *bmhHost) RebootRequested() bool {
+	_, ok := h.host.Annotations[h.rebootAnnotation]
+	return ok
+}
+
+func (h *bmhHost) RequestReboot(ctx context.Context) error {
+	return h.annotate(ctx, h.rebootAnnotation, rebootValue, true)
+}
+
+func (h *bmhHost) ReleaseReboot(ctx context.Context) error {
+	return h.annotate(ctx, h.rebootAnnotation, "", false)
+}
+
+// MarkUnhealthy sets the annotation host selection skips (and upstream
+// CAPM3 sets): the host stays in the pool for an operator to look at.
+func (h *bmhHost) MarkUnhealthy(ctx context.Context) error {
+	return h.annotate(ctx, hostbinding.UnhealthyAnnotation, "", true)
+}
+
+// annotate sets (or removes) annotation on the host, if not already so.
+// A conflict (the cached host was stale: the Bare Metal Operator writes it
+// often) is retried once on the live host, if it is still the machine's.
+func (h *bmhHost) annotate(ctx context.Context, annotation, value string, set bool) error {
+	err := h.patchAnnotation(ctx, annotation, value, set)
+	if apierrors.IsConflict(err) {
+		live := &bmov1alpha1.BareMetalHost{}
+		if getErr := h.reader.Get(ctx, client.ObjectKeyFromObject(h.host), live); getErr != nil {
+			return fmt.Errorf("read host %s after a conflict: %w", h, getErr)
+		}
+		if !consumedBy(live, h.m3m) {
+			return fmt.Errorf("host %s no longer names Metal3Machine %s/%s as its consumer", h, h.m3m.Namespace, h.m3m.Name)
+		}
+		h.host = live
+		err = h.patchAnnotation(ctx, annotation, value, set)
+	}
+	return err
+}
+
+func (h *bmhHost) patchAnnotation(ctx context.Context, annotation, value string, set bool) error {
+	current, present := h.host.Annotations[annotation]
+	if set == present && (!set || current == value) {
+		return nil
+	}
+	before := h.host.DeepCopy()
+	if set {
+		if h.host.Annotations == nil {
+			h.host.Annotations = map[string]string{}
+		}
+		h.host.Annotations[annotation] = value
+	} else {
+		delete(h.host.Annotations, annotation)
+	}
+	if err := h.client.Patch(ctx, h.host, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		h.host = before
+		verb := "set"
+		if !set {
+			verb = "remove"
+		}
+		return fmt.Errorf("%s annotation %s on host %s: %w", verb, annotation, h, err)
+	}
+	return nil
+}

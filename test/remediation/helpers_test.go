@@ -1,0 +1,256 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package remediation
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
+)
+
+// cluster is one workload cluster of a scenario: where its objects are on
+// the management cluster and where its hosts are.
+type cluster struct {
+	mgmt      client.Client
+	namespace string
+	name      string
+	hosts     client.Client
+	// hostsConfig reaches the hosts' API server, for watching a host.
+	hostsConfig *rest.Config
+}
+
+// createHealthCheck creates the workers' MachineHealthCheck, remediating
+// through a Metal3RemediationTemplate with the strategy given. A Node not
+// Ready for a few seconds makes its machine unhealthy.
+func (c *cluster) createHealthCheck(ctx context.Context, g Gomega, retryLimit int, timeout time.Duration) {
+	template := &infrav1.Metal3RemediationTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, Name: c.name + "-reboot"},
+		Spec: infrav1.Metal3RemediationTemplateSpec{Template: infrav1.Metal3RemediationTemplateResource{
+			Spec: infrav1.Metal3RemediationSpec{Strategy: &infrav1.RemediationStrategy{
+				Type: infrav1.RebootRemediationStrategy, RetryLimit: retryLimit, Timeout: &metav1.Duration{Duration: timeout},
+			}},
+		}},
+	}
+	unhealthyAfter := ptr.To[int32](3)
+	check := &clusterv1.MachineHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, Name: c.name + "-workers"},
+		Spec: clusterv1.MachineHealthCheckSpec{
+			ClusterName: c.name,
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"nodepool": c.name + "-workers"}},
+			Checks: clusterv1.MachineHealthCheckChecks{UnhealthyNodeConditions: []clusterv1.UnhealthyNodeCondition{
+				{Type: corev1.NodeReady, Status: corev1.ConditionFalse, TimeoutSeconds: unhealthyAfter},
+				{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, TimeoutSeconds: unhealthyAfter},
+			}},
+			Remediation: clusterv1.MachineHealthCheckRemediation{TemplateRef: clusterv1.MachineHealthCheckRemediationTemplateReference{
+				APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3RemediationTemplate", Name: template.Name,
+			}},
+		},
+	}
+	g.Expect(c.mgmt.Create(ctx, template)).To(Succeed())
+	g.Expect(c.mgmt.Create(ctx, check)).To(Succeed())
+}
+
+// runningWorker waits for the cluster's only worker to run with a Ready
+// Node, and returns the Machine, its host and its Node.
+func (c *cluster) runningWorker(ctx context.Context, g Gomega, workload client.Client, except string) (*clusterv1.Machine, *bmov1alpha1.BareMetalHost, *corev1.Node) {
+	var (
+		machine *clusterv1.Machine
+		host    *bmov1alpha1.BareMetalHost
+		node    *corev1.Node
+	)
+	g.Eventually(func(g Gomega) {
+		machines := &clusterv1.MachineList{}
+		g.Expect(c.mgmt.List(ctx, machines, client.InNamespace(c.namespace),
+			client.MatchingLabels{"nodepool": c.name + "-workers"})).To(Succeed())
+		machine = nil
+		for i := range machines.Items {
+			if m := &machines.Items[i]; m.Name != except && m.DeletionTimestamp.IsZero() {
+				machine = m
+			}
+		}
+		g.Expect(machine).NotTo(BeNil(), "a worker Machine of %s other than %q", c.name, except)
+		g.Expect(machine.Status.Phase).To(Equal(string(clusterv1.MachinePhaseRunning)), "Machine %s", machine.Name)
+		g.Expect(machine.Status.NodeRef.IsDefined()).To(BeTrue(), "Machine %s has a Node", machine.Name)
+		host = c.hostOf(ctx, g, machine)
+		node = &corev1.Node{}
+		g.Expect(workload.Get(ctx, client.ObjectKey{Name: machine.Status.NodeRef.Name}, node)).To(Succeed())
+		g.Expect(nodeReady(node)).To(BeTrue(), "Node %s is Ready", node.Name)
+	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the worker of %s runs", c.name)
+	return machine, host, node
+}
+
+// hostOf is the host machine's Metal3Machine records.
+func (c *cluster) hostOf(ctx context.Context, g Gomega, machine *clusterv1.Machine) *bmov1alpha1.BareMetalHost {
+	m3m := &infrav1.Metal3Machine{}
+	g.Expect(c.mgmt.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: machine.Spec.InfrastructureRef.Name}, m3m)).To(Succeed())
+	namespace, name, ok := strings.Cut(m3m.Annotations[infrav1.HostAnnotation], "/")
+	g.Expect(ok).To(BeTrue(), "Metal3Machine %s has a host", m3m.Name)
+	host := &bmov1alpha1.BareMetalHost{}
+	g.Expect(c.hosts.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, host)).To(Succeed())
+	return host
+}
+
+// remediationEvents are the reasons of the Events recorded on the
+// remediation name, oldest first.
+func (c *cluster) remediationEvents(ctx context.Context, g Gomega, name string) []string {
+	var reasons []string
+	for _, e := range c.events(ctx, g, name) {
+		reasons = append(reasons, e.Reason)
+	}
+	return reasons
+}
+
+// logEvents logs the Events recorded on the remediation name: what it
+// decided, and why.
+func (c *cluster) logEvents(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	for _, e := range c.events(ctx, NewWithT(t), name) {
+		t.Logf("  %s %s: %s", e.EventTime.Format("15:04:05.000"), e.Reason, e.Note)
+	}
+}
+
+func (c *cluster) events(ctx context.Context, g Gomega, name string) []eventsv1.Event {
+	list := &eventsv1.EventList{}
+	g.Expect(c.mgmt.List(ctx, list, client.InNamespace(c.namespace))).To(Succeed())
+	var events []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "Metal3Remediation" && e.Regarding.Name == name {
+			events = append(events, e)
+		}
+	}
+	sort.Slice(events, func(i, j int) bool { return events[i].EventTime.Before(&events[j].EventTime) })
+	return events
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// hostState is one state of a host as a watch saw it.
+type hostState struct {
+	poweredOn, rebootAnnotation bool
+}
+
+// hostHistory records every state of one host, from a watch: a power-off
+// may last less than any poll.
+type hostHistory struct {
+	mu     sync.Mutex
+	states []hostState
+}
+
+// watchHost records the states of c's host from now until the test ends.
+func (c *cluster) watchHost(t *testing.T, host *bmov1alpha1.BareMetalHost) *hostHistory {
+	t.Helper()
+	watcher, err := client.NewWithWatch(c.hostsConfig, client.Options{Scheme: env.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := watcher.Watch(ctx, &bmov1alpha1.BareMetalHostList{}, client.InNamespace(host.Namespace),
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", host.Name)})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	h := &hostHistory{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for event := range w.ResultChan() {
+			seen, ok := event.Object.(*bmov1alpha1.BareMetalHost)
+			if !ok || event.Type == watch.Error {
+				continue
+			}
+			state := hostState{poweredOn: seen.Status.PoweredOn}
+			for k := range seen.Annotations {
+				if strings.HasPrefix(k, infrav1.RemediationRebootAnnotationPrefix) {
+					state.rebootAnnotation = true
+				}
+			}
+			h.mu.Lock()
+			if n := len(h.states); n == 0 || h.states[n-1] != state {
+				h.states = append(h.states, state)
+			}
+			h.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		w.Stop()
+		cancel()
+		<-done
+	})
+	return h
+}
+
+// powerCycled reports whether the host was seen powered off while the
+// remediation's reboot annotation was on it, then powered on again without it.
+func (h *hostHistory) powerCycled() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	off := false
+	for _, s := range h.states {
+		switch {
+		case s.rebootAnnotation && !s.poweredOn:
+			off = true
+		case off && !s.rebootAnnotation && s.poweredOn:
+			return true
+		}
+	}
+	return false
+}
+
+func (h *hostHistory) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var b strings.Builder
+	for _, s := range h.states {
+		b.WriteString("[")
+		if s.poweredOn {
+			b.WriteString("on")
+		} else {
+			b.WriteString("off")
+		}
+		if s.rebootAnnotation {
+			b.WriteString(" +reboot")
+		}
+		b.WriteString("] ")
+	}
+	return b.String()
+}

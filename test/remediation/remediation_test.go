@@ -1,0 +1,199 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package remediation tests the Metal3Remediation controller end to end, on
+// the e2e environment (test/e2e/env): Cluster API's MachineSet,
+// MachineDeployment and MachineHealthCheck controllers, the provider built
+// from this tree, the real Bare Metal Operator cycling the hosts' power,
+// and a kubelet stand-in whose kubelets the tests wedge or break.
+package remediation
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remediation"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
+)
+
+// The webhook's shortest timeout: a machine still unhealthy this long
+// after a reboot is tried again or given up on.
+const rebootTimeout = 100 * time.Second
+
+// TestRemediation runs both scenarios at once in one environment: a
+// reboot that heals a machine whose hosts are in a remote pool, and a
+// machine that no reboot heals, in-cluster, which Cluster API replaces.
+func TestRemediation(t *testing.T) {
+	started := time.Now()
+	ctrl.SetLogger(logr.Discard())
+	environment := env.Start(t)
+	t.Logf("environment started in %s", elapsed(started))
+	t.Run("scenarios", func(t *testing.T) {
+		t.Run("RebootHealsWedgedKubeletOnRemotePool", rebootHealsWedgedKubelet(environment))
+		t.Run("BrokenMachineReplacedAfterRetries", brokenMachineReplaced(environment))
+	})
+	t.Logf("wall time %s", elapsed(started))
+}
+
+// rebootHealsWedgedKubelet: a wedged kubelet, in a pool reached through an
+// identity, is healed by one reboot; the Node keeps its labels.
+func rebootHealsWedgedKubelet(environment *env.Environment) func(t *testing.T) {
+	return func(t *testing.T) {
+		t.Parallel()
+		started := time.Now()
+		defer func() { t.Logf("wall time %s", elapsed(started)) }()
+		ctx, g, mgmt, workload := context.Background(), NewWithT(t), environment.Management, environment.Workload.Client
+		kubeconfig, err := environment.AddPool(ctx, t, "pool-reboot", "capm3-reboot", 2)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(env.CreateNamespace(ctx, mgmt.Client, "tenant-reboot")).To(Succeed())
+		g.Expect(mgmt.CreateCluster(ctx, t, environment.Workload,
+			env.ClusterSpec{Namespace: "tenant-reboot", Name: "reboot", Identity: kubeconfig, Workers: 1})).To(Succeed())
+		c := &cluster{mgmt: mgmt.Client, namespace: "tenant-reboot", name: "reboot", hosts: environment.Pool.Client, hostsConfig: environment.Pool.Config}
+		c.createHealthCheck(ctx, g, 1, rebootTimeout)
+		machine, host, node := c.runningWorker(ctx, g, workload, "")
+		t.Logf("worker %s runs on host %s/%s after %s", machine.Name, host.Namespace, host.Name, elapsed(started))
+
+		// What an operator put on the Node, which must outlive its deletion.
+		patch := client.MergeFrom(node.DeepCopy())
+		node.Labels["example.com/rack"] = "r12"
+		node.Annotations = map[string]string{"example.com/owner": "team-a"}
+		g.Expect(workload.Patch(ctx, node, patch)).To(Succeed())
+		history := c.watchHost(t, host)
+		environment.WedgeKubelet(host.UID)
+
+		m3r := &infrav1.Metal3Remediation{}
+		g.Eventually(func() error {
+			return mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machine), m3r)
+		}).WithTimeout(2*time.Minute).Should(Succeed(), "the MachineHealthCheck creates a Metal3Remediation named after Machine %s", machine.Name)
+		g.Expect(m3r.OwnerReferences).To(ContainElement(HaveField("UID", machine.UID)), "the remediation is owned by its Machine")
+
+		g.Eventually(history.powerCycled).WithTimeout(3*time.Minute).Should(BeTrue(),
+			func() string { return "the Bare Metal Operator powers the host off and on; seen: " + history.String() })
+		t.Logf("host power-cycled after %s: %s", time.Since(started).Round(time.Second), history)
+
+		g.Eventually(func(g Gomega) {
+			back := &corev1.Node{}
+			g.Expect(workload.Get(ctx, client.ObjectKeyFromObject(node), back)).To(Succeed())
+			g.Expect(back.UID).NotTo(Equal(node.UID), "the Node was deleted and registered again")
+			g.Expect(back.Labels).To(HaveKeyWithValue("example.com/rack", "r12"))
+			g.Expect(back.Annotations).To(HaveKeyWithValue("example.com/owner", "team-a"))
+			g.Expect(nodeReady(back)).To(BeTrue(), "the reboot healed the kubelet")
+		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+
+		g.Eventually(func(g Gomega) {
+			healthy := &clusterv1.Machine{}
+			g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machine), healthy)).To(Succeed())
+			g.Expect(healthy.UID).To(Equal(machine.UID), "the Machine was remediated, not replaced")
+			g.Expect(conditions.IsTrue(healthy, clusterv1.MachineHealthCheckSucceededCondition)).To(BeTrue(), "Machine %s is healthy", machine.Name)
+			err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3r), &infrav1.Metal3Remediation{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the MachineHealthCheck deleted the remediation (%v)", err)
+		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+
+		after := &bmov1alpha1.BareMetalHost{}
+		g.Expect(c.hosts.Get(ctx, client.ObjectKeyFromObject(host), after)).To(Succeed())
+		g.Expect(after.Annotations).NotTo(HaveKey(hostbinding.UnhealthyAnnotation))
+		g.Expect(after.Annotations).NotTo(HaveKey(HavePrefix(infrav1.RemediationRebootAnnotationPrefix)))
+		g.Expect(after.Status.PoweredOn).To(BeTrue())
+		g.Eventually(func(g Gomega) []string { return c.remediationEvents(ctx, g, m3r.Name) }).Should(ContainElements(
+			remediation.EventRebootRequested, remediation.EventNodeDeleted, remediation.EventPowerOnRequested, remediation.EventNodeRestored))
+		c.logEvents(ctx, t, m3r.Name)
+	}
+}
+
+// brokenMachineReplaced: a broken kubelet, on hosts next to the machines,
+// is not healed by the reboots; its host is marked unhealthy and Cluster
+// API replaces the machine on another host.
+func brokenMachineReplaced(environment *env.Environment) func(t *testing.T) {
+	return func(t *testing.T) {
+		t.Parallel()
+		started := time.Now()
+		defer func() { t.Logf("wall time %s", elapsed(started)) }()
+		const namespace = "tenant-replace"
+		ctx, g, mgmt, workload := context.Background(), NewWithT(t), environment.Management, environment.Workload.Client
+		g.Expect(env.CreateNamespace(ctx, mgmt.Client, namespace)).To(Succeed())
+		// Hosts next to the machines (no identity): the control plane's, the
+		// worker's and a spare.
+		g.Expect(env.AddHosts(ctx, mgmt.Client, namespace, "replace", 3)).To(Succeed())
+		g.Expect(mgmt.CreateCluster(ctx, t, environment.Workload, env.ClusterSpec{Namespace: namespace, Name: "replace", Workers: 1})).To(Succeed())
+		c := &cluster{mgmt: mgmt.Client, namespace: namespace, name: "replace", hosts: mgmt.Client, hostsConfig: mgmt.Config}
+		c.createHealthCheck(ctx, g, 1, rebootTimeout)
+		machine, host, _ := c.runningWorker(ctx, g, workload, "")
+		t.Logf("worker %s runs on host %s/%s after %s", machine.Name, host.Namespace, host.Name, elapsed(started))
+		history := c.watchHost(t, host)
+		environment.BreakKubelet(host.UID)
+
+		g.Eventually(func() error {
+			return mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machine), &infrav1.Metal3Remediation{})
+		}).WithTimeout(2*time.Minute).Should(Succeed(), "the MachineHealthCheck creates a Metal3Remediation named after Machine %s", machine.Name)
+		g.Eventually(history.powerCycled).WithTimeout(3*time.Minute).Should(BeTrue(),
+			func() string { return "the Bare Metal Operator powers the host off and on; seen: " + history.String() })
+		t.Logf("host power-cycled after %s", elapsed(started))
+
+		g.Eventually(func(g Gomega) {
+			h := &bmov1alpha1.BareMetalHost{}
+			g.Expect(c.hosts.Get(ctx, client.ObjectKeyFromObject(host), h)).To(Succeed())
+			g.Expect(h.Annotations).To(HaveKey(hostbinding.UnhealthyAnnotation), "the host is marked unhealthy once the reboots are exhausted")
+		}).WithTimeout(rebootTimeout + 3*time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		t.Logf("retries exhausted after %s", elapsed(started))
+
+		g.Eventually(func() bool {
+			err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machine), &clusterv1.Machine{})
+			return apierrors.IsNotFound(err)
+		}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(BeTrue(), "the MachineSet deletes Machine %s", machine.Name)
+		replacement, newHost, _ := c.runningWorker(ctx, g, workload, machine.Name)
+		g.Expect(newHost.Name).NotTo(Equal(host.Name), "the replacement Machine %s takes another host", replacement.Name)
+		t.Logf("replacement %s runs on host %s after %s", replacement.Name, newHost.Name, elapsed(started))
+
+		g.Eventually(func(g Gomega) {
+			h := &bmov1alpha1.BareMetalHost{}
+			g.Expect(c.hosts.Get(ctx, client.ObjectKeyFromObject(host), h)).To(Succeed())
+			g.Expect(h.Spec.ConsumerRef).To(BeNil(), "the broken host is released")
+			g.Expect(h.Annotations).To(HaveKey(hostbinding.UnhealthyAnnotation), "and stays marked unhealthy")
+			g.Expect(h.Annotations).NotTo(HaveKey(HavePrefix(infrav1.RemediationRebootAnnotationPrefix)))
+			// A real cluster's garbage collector deletes the remediation with its
+			// Machine; envtest runs none, so it stays and says why it is idle.
+			left := &infrav1.Metal3Remediation{}
+			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machine), left); !apierrors.IsNotFound(err) {
+				g.Expect(err).NotTo(HaveOccurred())
+				found := conditions.Get(left, infrav1.RemediationHostFoundCondition)
+				g.Expect(found).NotTo(BeNil())
+				g.Expect(found.Reason).To(Equal(infrav1.RemediationMachineNotFoundReason), "the remediation of a deleted Machine says so: %s", found.Message)
+			}
+		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		g.Eventually(func(g Gomega) []string { return c.remediationEvents(ctx, g, machine.Name) }).Should(ContainElements(
+			remediation.EventRebootRequested, remediation.EventNodeDeleted, remediation.EventRetriesExhausted))
+		c.logEvents(ctx, t, machine.Name)
+	}
+}
+
+// elapsed is the time since started, and the time of day, for the log.
+func elapsed(started time.Time) string {
+	return fmt.Sprintf("%s (%s)", time.Since(started).Round(time.Second), time.Now().Format("15:04:05"))
+}
