@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -98,7 +99,9 @@ func hostSelector(sel infrav1.HostSelector) (labels.Selector, error) {
 		selector = selector.Add(*req)
 	}
 	for i, expr := range sel.MatchExpressions {
-		req, err := labels.NewRequirement(expr.Key, expr.Operator, expr.Values)
+		// Case-insensitive, as upstream CAPM3 (objects stored before the
+		// webhook lowercased them).
+		req, err := labels.NewRequirement(expr.Key, selection.Operator(strings.ToLower(string(expr.Operator))), expr.Values)
 		if err != nil {
 			return nil, fmt.Errorf("hostSelector.matchExpressions[%d]: %w", i, err)
 		}

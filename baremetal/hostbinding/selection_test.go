@@ -93,6 +93,9 @@ func TestRankHosts(t *testing.T) {
 		{name: "matchExpressions", machine: machine("a", infrav1.HostSelector{MatchExpressions: []infrav1.HostSelectorRequirement{
 			{Key: "role", Operator: selection.In, Values: []string{"control-plane"}},
 		}}), wantSet: []string{"control"}},
+		{name: "matchExpressions operators are case-insensitive, as upstream", machine: machine("a", infrav1.HostSelector{MatchExpressions: []infrav1.HostSelectorRequirement{
+			{Key: "role", Operator: "In", Values: []string{"control-plane"}},
+		}}), wantSet: []string{"control"}},
 		{name: "failure domain first", machine: machine("a", workers), failureDomain: "rack-1", wantFirst: "in-fd"},
 		{name: "a host kept for the machine's owner before all", machine: machine("a", workers), failureDomain: "rack-1", reuse: workersReuse,
 			wantFirst: "reusable|kept-by-upstream", wantSet: []string{"available", "ready", "in-fd", "reusable", "kept-by-upstream"}, wantKept: []string{"kept-cleaning"}},

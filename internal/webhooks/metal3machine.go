@@ -71,6 +71,12 @@ func (*Metal3Machine) Default(_ context.Context, m *infrav1.Metal3Machine) error
 // digest (its length says which algorithm made it), so the host does not have
 // to guess, and the Metal3Data/Metal3DataTemplate kind of a dataTemplate reference.
 func defaultMetal3MachineSpec(spec *infrav1.Metal3MachineSpec) {
+	// Upstream CAPM3 matches operators case-insensitively ("In" as "in"):
+	// manifests written for it keep working.
+	for i := range spec.HostSelector.MatchExpressions {
+		req := &spec.HostSelector.MatchExpressions[i]
+		req.Operator = selection.Operator(strings.ToLower(string(req.Operator)))
+	}
 	image := &spec.Image
 	if image.ChecksumType == nil && image.Checksum != "" && isHex(image.Checksum) {
 		for algorithm, length := range hexDigestLengths {

@@ -129,6 +129,18 @@ var machineSpecDefaultCases = []struct {
 		check:  wantChecksumType(nil),
 	},
 	{
+		name: "hostSelector operators lower-cased, as upstream matches them",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.HostSelector.MatchExpressions = []infrav1.HostSelectorRequirement{{Key: "role", Operator: "In", Values: []string{"worker"}}}
+		},
+		check: func(t *testing.T, s *infrav1.Metal3MachineSpec) {
+			t.Helper()
+			if op := s.HostSelector.MatchExpressions[0].Operator; op != selection.In {
+				t.Errorf("operator = %q, want %q", op, selection.In)
+			}
+		},
+	},
+	{
 		name:   "dataTemplate kind and apiVersion defaulted",
 		mutate: func(s *infrav1.Metal3MachineSpec) { s.DataTemplate = &corev1.ObjectReference{Name: "t"} },
 		check: wantDataTemplate(&corev1.ObjectReference{
