@@ -57,27 +57,39 @@ func (r *Metal3MachineReconciler) hostWatcher(key identity.Key) hostaccess.Watch
 // never wakes another tenant's machine, even one with the same name.
 func (r *Metal3MachineReconciler) hostToMetal3Machine(key identity.Key) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []ctrl.Request {
-		host, ok := obj.(*bmov1alpha1.BareMetalHost)
-		if !ok {
+		m3m := hostConsumer(ctx, r.Client, key, obj)
+		if m3m == nil {
 			return nil
 		}
-		ref := host.Spec.ConsumerRef
-		if ref == nil || ref.Kind != "Metal3Machine" || ref.Name == "" {
-			return nil
-		}
-		name := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
-		if name.Namespace == "" {
-			name.Namespace = host.Namespace
-		}
-		m3m := &infrav1.Metal3Machine{}
-		if err := r.Client.Get(ctx, name, m3m); err != nil {
-			return nil
-		}
-		if used, ok := identity.KeyFromStatus(m3m.Status.Identity, m3m.Namespace); !ok || used != key {
-			return nil
-		}
-		return []ctrl.Request{{NamespacedName: name}}
+		return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(m3m)}}
 	}
+}
+
+// hostConsumer is the Metal3Machine obj's consumerRef names, if obj is a
+// host seen through key and that machine records using key: how every
+// controller's host watch keeps a host from waking another tenant's
+// objects, even ones with the same names.
+func hostConsumer(ctx context.Context, c client.Reader, key identity.Key, obj client.Object) *infrav1.Metal3Machine {
+	host, ok := obj.(*bmov1alpha1.BareMetalHost)
+	if !ok {
+		return nil
+	}
+	ref := host.Spec.ConsumerRef
+	if ref == nil || ref.Kind != "Metal3Machine" || ref.Name == "" {
+		return nil
+	}
+	name := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	if name.Namespace == "" {
+		name.Namespace = host.Namespace
+	}
+	m3m := &infrav1.Metal3Machine{}
+	if err := c.Get(ctx, name, m3m); err != nil {
+		return nil
+	}
+	if used, ok := identity.KeyFromStatus(m3m.Status.Identity, m3m.Namespace); !ok || used != key {
+		return nil
+	}
+	return m3m
 }
 
 // secretToMachines maps an identity Secret to the Metal3Machines that use it.

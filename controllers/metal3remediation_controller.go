@@ -287,23 +287,8 @@ func (r *Metal3RemediationReconciler) hostWatcher(key identity.Key) hostaccess.W
 // records using key: a host never wakes another tenant's remediation.
 func (r *Metal3RemediationReconciler) hostToRemediation(key identity.Key) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []ctrl.Request {
-		host, ok := obj.(*bmov1alpha1.BareMetalHost)
-		if !ok {
-			return nil
-		}
-		ref := host.Spec.ConsumerRef
-		if ref == nil || ref.Kind != "Metal3Machine" || ref.Name == "" {
-			return nil
-		}
-		name := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
-		if name.Namespace == "" {
-			name.Namespace = host.Namespace
-		}
-		m3m := &infrav1.Metal3Machine{}
-		if err := r.Client.Get(ctx, name, m3m); err != nil {
-			return nil
-		}
-		if used, ok := identity.KeyFromStatus(m3m.Status.Identity, m3m.Namespace); !ok || used != key {
+		m3m := hostConsumer(ctx, r.Client, key, obj)
+		if m3m == nil {
 			return nil
 		}
 		return r.remediationOf(ctx, m3m)
