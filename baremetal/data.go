@@ -118,7 +118,7 @@ func (m *DataManager) Reconcile(ctx context.Context) error {
 	}
 
 	if m.Template.Spec.MetaData != nil {
-		ref, err := hostbinding.WriteSecret(ctx, m.Access, m.Host, m.Data, "Metal3Data", hostbinding.MetaDataPurpose,
+		ref, err := m.writeSecret(m.Data.Status.MetaData)(ctx, m.Access, m.Host, m.Data, "Metal3Data", hostbinding.MetaDataPurpose,
 			map[string][]byte{metaDataKey: metaData})
 		if err != nil {
 			return err
@@ -126,7 +126,7 @@ func (m *DataManager) Reconcile(ctx context.Context) error {
 		m.Data.Status.MetaData = &infrav1.SecretReference{Namespace: ref.Namespace, Name: ref.Name}
 	}
 	if m.Template.Spec.NetworkData != nil {
-		ref, err := hostbinding.WriteSecret(ctx, m.Access, m.Host, m.Data, "Metal3Data", hostbinding.NetworkDataPurpose,
+		ref, err := m.writeSecret(m.Data.Status.NetworkData)(ctx, m.Access, m.Host, m.Data, "Metal3Data", hostbinding.NetworkDataPurpose,
 			map[string][]byte{networkDataKey: networkData})
 		if err != nil {
 			return err
@@ -351,4 +351,15 @@ func (m *DataManager) capiAddress(ctx context.Context, pool render.PoolRef) (*re
 		out.Prefix = int(*address.Spec.Prefix)
 	}
 	return out, nil
+}
+
+// writeSecret is how to write a Secret the data's status references as
+// recorded: read first once it was written (re-rendering finds it), create
+// first before.
+func (m *DataManager) writeSecret(recorded *infrav1.SecretReference) func(context.Context, hostaccess.HostAccess, *hostbinding.Host,
+	metav1.Object, string, string, map[string][]byte) (*corev1.SecretReference, error) {
+	if recorded == nil {
+		return hostbinding.WriteNewSecret
+	}
+	return hostbinding.WriteSecret
 }

@@ -22,11 +22,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
@@ -57,6 +59,10 @@ type Metal3MachineReconciler struct {
 	WatchFilterValue string
 	// FastTrack leaves released hosts powered on (CAPM3_FAST_TRACK).
 	FastTrack bool
+
+	// claimsInFlight keeps the controller's concurrent reconciles from
+	// choosing the same host (see hostbinding.ClaimsInFlight).
+	claimsInFlight hostbinding.ClaimsInFlight
 
 	// controller is the built controller, which the host watches of each
 	// identity are added to (see hostWatcher).
@@ -151,16 +157,17 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	bindingOptions := hostbinding.Options{
 		Client: r.Client, Access: access, Cluster: cluster, Machine: machine, M3Machine: m3m, Recorder: r.Recorder,
+		InFlight: &r.claimsInFlight,
 	}
 	if access != nil {
 		scope.binding = hostbinding.ForBareMetalHosts(bindingOptions)
 	}
 
-	isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, m3m)
-	if err != nil || requeue {
-		return ctrl.Result{}, err
-	}
-	if isPaused {
+	if annotations.IsPaused(cluster, m3m) {
+		_, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, m3m)
+		if err != nil || requeue {
+			return ctrl.Result{}, err
+		}
 		// Invariant: a paused cluster's hosts are not touched by BMO either.
 		// Once the host is paused, what the machine drives is frozen and
 		// clusterctl move may go on.
@@ -170,23 +177,37 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, releaseMoveBlock(ctx, r.Client, m3m)
 	}
 
-	patchHelper, err := patch.NewHelper(m3m, r.Client)
+	writes := &writeRecorder{Client: r.Client}
+	patchHelper, err := patch.NewHelper(m3m, writes)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	statusBefore := m3m.Status.DeepCopy()
+	// Not paused: the condition rides in this reconcile's patch rather than
+	// costing a write (and a reconcile) of its own, as
+	// paused.EnsurePausedCondition would.
+	setCondition(m3m, clusterv1.PausedCondition, metav1.ConditionFalse, clusterv1.NotPausedReason, "")
 	defer func() {
-		if err := setMachineReady(m3m); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
+		if scope.metadataOnly {
+			// Only what was persisted ahead of everything else is patched;
+			// the status follows in the next reconcile, which this write
+			// triggers.
+			m3m.Status = *statusBefore
+		} else {
+			if err := setMachineReady(m3m); err != nil {
+				reterr = kerrors.NewAggregate([]error{reterr, err})
+			}
+			stampLastUpdated(statusBefore, &m3m.Status, &m3m.Status.LastUpdated)
+			setBlockMove(m3m, machineInFlight(m3m))
 		}
-		stampLastUpdated(statusBefore, &m3m.Status, &m3m.Status.LastUpdated)
-		setBlockMove(m3m, machineInFlight(m3m))
 		if err := patchHelper.Patch(ctx, m3m, patch.WithOwnedConditions{Conditions: []string{
-			infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition, infrav1.DataReadyCondition,
-			infrav1.HostProvisionedCondition,
+			clusterv1.PausedCondition, infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition,
+			infrav1.DataReadyCondition, infrav1.HostProvisionedCondition,
 		}}, patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
+			return
 		}
+		writes.waitForWrites(ctx, r.Client, m3m)
 	}()
 
 	if err := r.reportIdentity(ctx, m3m, id, access, identityErr); err != nil {
@@ -220,4 +241,7 @@ type machineScope struct {
 	access  hostaccess.HostAccess
 	binding hostbinding.Binding
 	data    *baremetal.MachineManager
+	// metadataOnly: the reconcile persists the machine's metadata alone
+	// (its finalizer and consumer ID, first of all).
+	metadataOnly bool
 }

@@ -52,10 +52,11 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 	// touched: a machine deleted between a claim and the finalizer would
 	// leave its host claimed forever, and one moved by clusterctl between
 	// a claim and its consumer ID could not find its host again. The
-	// deferred patch saves them and its update event brings the next
-	// reconcile.
+	// deferred patch saves them, alone, in one request; its update event
+	// brings the next reconcile.
 	addedFinalizer := controllerutil.AddFinalizer(m3m, infrav1.Metal3MachineFinalizer)
 	if infrav1.EnsureConsumerID(m3m) || addedFinalizer {
+		s.metadataOnly = true
 		return ctrl.Result{}, nil
 	}
 	if ref := m3m.Spec.IdentityRef; ref != nil {

@@ -149,7 +149,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	// sets it and for the Nodes of remediated machines: CAPI's ClusterCache,
 	// shared, probed, keyed by Cluster.
 	workloadClusters, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
-		SecretClient:     mgr.GetAPIReader(),
+		SecretClient:     &kubeconfigSecretReader{Metadata: mgr.GetCache(), API: mgr.GetAPIReader()},
 		WatchFilterValue: opts.WatchFilterValue,
 		Cache:            clustercache.CacheOptions{DefaultTransform: cache.TransformStripManagedFields()},
 		Client: clustercache.ClientOptions{

@@ -67,6 +67,10 @@ type Options struct {
 	// Recorder records Events on the Metal3Machine: claim, lost race,
 	// release. Nil records none.
 	Recorder events.EventRecorder
+	// InFlight is shared by every binding of the process, so that
+	// concurrent machines choose different hosts; nil: no coordination
+	// beyond the guarded update.
+	InFlight *ClaimsInFlight
 }
 
 // ForBareMetalHosts is the binding that claims BareMetalHosts directly,
@@ -167,12 +171,22 @@ func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 	if len(candidates) == 0 {
 		return nil, ErrNoAvailableHost
 	}
-	for i, candidate := range candidates {
-		if i == maxClaimAttempts {
+	attempts := 0
+	for _, candidate := range candidates {
+		if attempts == maxClaimAttempts {
 			break
 		}
+		holdKey := m.Access.Key().String() + "/" + candidate.Namespace + "/" + candidate.Name
+		if !m.InFlight.hold(holdKey, infrav1.ConsumerID(m.M3Machine), candidate.ResourceVersion) {
+			continue // another machine of this process is claiming it
+		}
+		attempts++
 		host, err := m.claim(ctx, candidate)
+		if err != nil {
+			m.InFlight.drop(holdKey, infrav1.ConsumerID(m.M3Machine))
+		}
 		if err == nil {
+			m.InFlight.claimed(holdKey, infrav1.ConsumerID(m.M3Machine), host.ResourceVersion)
 			m.recordAssociation(host)
 			m.event(ctx, host, "HostClaimed", "Claimed host %s/%s", host.Namespace, host.Name)
 			return hostView(host), nil
@@ -262,7 +276,7 @@ func (m *bmhBinding) writeHostSecrets(ctx context.Context, host *bmov1alpha1.Bar
 	if err != nil {
 		return refs, err
 	}
-	if refs.userData, err = WriteSecret(ctx, m.Access, hostView(host), m.M3Machine, "Metal3Machine", UserDataPurpose, userData); err != nil {
+	if refs.userData, err = WriteNewSecret(ctx, m.Access, hostView(host), m.M3Machine, "Metal3Machine", UserDataPurpose, userData); err != nil {
 		return refs, err
 	}
 	for _, s := range []struct {
@@ -280,7 +294,7 @@ func (m *bmhBinding) writeHostSecrets(ctx context.Context, host *bmov1alpha1.Bar
 		if err != nil {
 			return refs, err
 		}
-		if *s.out, err = WriteSecret(ctx, m.Access, hostView(host), m.M3Machine, "Metal3Machine", s.purpose, data); err != nil {
+		if *s.out, err = WriteNewSecret(ctx, m.Access, hostView(host), m.M3Machine, "Metal3Machine", s.purpose, data); err != nil {
 			return refs, err
 		}
 	}

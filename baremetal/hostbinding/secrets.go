@@ -73,41 +73,79 @@ func hostSecretName(owner metav1.Object, purpose string) string {
 // WriteSecret writes data to the Secret for owner and purpose next to host,
 // owned by the object the host is bound through (so it goes with it) and
 // labelled with owner. A Secret of that name written for someone else is
-// never overwritten (ErrSecretOwnedByOther).
+// never overwritten (ErrSecretOwnedByOther). It reads the Secret first:
+// for Secrets that usually exist already (re-rendered data).
 func WriteSecret(ctx context.Context, access hostaccess.HostAccess, host *Host,
 	owner metav1.Object, ownerKind, purpose string, data map[string][]byte,
 ) (*corev1.SecretReference, error) {
+	return writeSecret(ctx, access, host, owner, ownerKind, purpose, data, false)
+}
+
+// WriteNewSecret is WriteSecret for a Secret that usually does not exist
+// yet (a new claim): it creates first and reads only if that fails, since
+// Secrets are not cached and a read first would cost a request answering
+// 404 each time.
+func WriteNewSecret(ctx context.Context, access hostaccess.HostAccess, host *Host,
+	owner metav1.Object, ownerKind, purpose string, data map[string][]byte,
+) (*corev1.SecretReference, error) {
+	return writeSecret(ctx, access, host, owner, ownerKind, purpose, data, true)
+}
+
+func writeSecret(ctx context.Context, access hostaccess.HostAccess, host *Host,
+	owner metav1.Object, ownerKind, purpose string, data map[string][]byte, createFirst bool,
+) (*corev1.SecretReference, error) {
 	name := types.NamespacedName{Namespace: host.Namespace, Name: hostSecretName(owner, purpose)}
+	ref := &corev1.SecretReference{Namespace: name.Namespace, Name: name.Name}
+	fresh := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: name.Namespace, Name: name.Name,
+			Labels:          map[string]string{OwnerUIDLabel: string(infrav1.ConsumerID(owner))},
+			Annotations:     map[string]string{OwnerAnnotation: fmt.Sprintf("%s %s/%s", ownerKind, owner.GetNamespace(), owner.GetName())},
+			OwnerReferences: []metav1.OwnerReference{host.Owner},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}
+	create := func() error {
+		if err := access.Client().Create(ctx, fresh); err != nil {
+			return fmt.Errorf("create Secret %s next to host %s: %w", name, host.Name, err)
+		}
+		return nil
+	}
+	if createFirst {
+		err := create()
+		if err == nil {
+			return ref, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
 	secret := &corev1.Secret{}
 	err := access.Client().Get(ctx, name, secret)
 	switch {
-	case apierrors.IsNotFound(err):
-		secret = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace: name.Namespace, Name: name.Name,
-				Labels:          map[string]string{OwnerUIDLabel: string(infrav1.ConsumerID(owner))},
-				Annotations:     map[string]string{OwnerAnnotation: fmt.Sprintf("%s %s/%s", ownerKind, owner.GetNamespace(), owner.GetName())},
-				OwnerReferences: []metav1.OwnerReference{host.Owner},
-			},
-			Type: corev1.SecretTypeOpaque,
-			Data: data,
-		}
-		if err := access.Client().Create(ctx, secret); err != nil {
-			return nil, fmt.Errorf("create Secret %s next to host %s: %w", name, host.Name, err)
+	case apierrors.IsNotFound(err) && !createFirst:
+		if err := create(); err != nil {
+			return nil, err
 		}
 	case err != nil:
 		return nil, fmt.Errorf("get Secret %s: %w", name, err)
 	case secret.Labels[OwnerUIDLabel] != string(infrav1.ConsumerID(owner)):
 		return nil, fmt.Errorf("%w: %s (owner %q)", ErrSecretOwnedByOther, name, secret.Annotations[OwnerAnnotation])
-	case sameData(secret.Data, data):
+	case sameData(secret.Data, data) && ownedByOnly(secret, host.Owner):
 		// Unchanged: rendering runs on every reconcile, writing would not.
 	default:
+		// The name depends on the owner and purpose, not the host: a Secret
+		// left from a claim of another host (a crash before the claim, or a
+		// lost race) must now go with this host, or deleting the first
+		// host would take this host's data with it.
 		secret.Data = data
+		secret.OwnerReferences = []metav1.OwnerReference{host.Owner}
 		if err := access.Client().Update(ctx, secret); err != nil {
 			return nil, fmt.Errorf("update Secret %s: %w", name, err)
 		}
 	}
-	return &corev1.SecretReference{Namespace: name.Namespace, Name: name.Name}, nil
+	return ref, nil
 }
 
 // DeleteSecret deletes the Secret for owner and purpose in namespace, if it
@@ -134,4 +172,10 @@ func DeleteSecret(ctx context.Context, access hostaccess.HostAccess, namespace s
 
 func sameData(a, b map[string][]byte) bool {
 	return maps.EqualFunc(a, b, bytes.Equal)
+}
+
+// ownedByOnly reports whether owner is the Secret's one owner.
+func ownedByOnly(secret *corev1.Secret, owner metav1.OwnerReference) bool {
+	refs := secret.OwnerReferences
+	return len(refs) == 1 && refs[0].UID == owner.UID && refs[0].Kind == owner.Kind && refs[0].Name == owner.Name
 }

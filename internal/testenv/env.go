@@ -43,6 +43,10 @@ type Options struct {
 	// Webhooks, when set, are the whole webhook installation (WebhookPaths
 	// are added to it): for configurations built in code and CRD conversion.
 	Webhooks *envtest.WebhookInstallOptions
+	// AuditLogPath, when set, makes the API server write one JSON audit
+	// event per request (metadata only) to this file, by which benchmarks
+	// count who asked for what.
+	AuditLogPath string
 }
 
 // Env is one running kube-apiserver with its etcd.
@@ -73,6 +77,11 @@ func Start(t T, opts Options) *Env {
 		env.WebhookInstallOptions = *opts.Webhooks
 	}
 	env.WebhookInstallOptions.Paths = append(env.WebhookInstallOptions.Paths, opts.WebhookPaths...)
+	if opts.AuditLogPath != "" {
+		if err := configureAuditLog(env, opts.AuditLogPath); err != nil {
+			t.Fatalf("audit log: %v", err)
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("start envtest API server: %v", err)

@@ -18,10 +18,13 @@ package testenv
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -76,7 +79,8 @@ func (e *Env) runTool(t T, tool *builtTool, extraEnv []string, args ...string) {
 // a system:masters user named after it, with args and extraEnv, until the
 // test ends. The kubeconfig is handed over in KUBECONFIG, which every
 // controller-runtime manager reads. Its output is shown if the test fails.
-func (e *Env) RunProcess(t T, path string, extraEnv []string, args ...string) {
+// The returned Process can be killed and restarted meanwhile.
+func (e *Env) RunProcess(t T, path string, extraEnv []string, args ...string) *Process {
 	t.Helper()
 	name := filepath.Base(path)
 	user, err := e.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
@@ -91,23 +95,126 @@ func (e *Env) RunProcess(t T, path string, extraEnv []string, args ...string) {
 	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
 		t.Fatalf("write %s kubeconfig: %v", name, err)
 	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfigPath), extraEnv...)
-	var output syncBuffer
-	cmd.Stdout = &output
-	cmd.Stderr = &output
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("start %s: %v", name, err)
+	p := &Process{
+		name: name, path: path, args: args,
+		environ: append(append(os.Environ(), "KUBECONFIG="+kubeconfigPath), extraEnv...),
+	}
+	if err := p.start(); err != nil {
+		t.Fatalf("%v", err)
 	}
 	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		_ = p.Kill()
 		if t.Failed() {
-			t.Logf("%s output:\n%s", name, output.String())
+			t.Logf("%s output:\n%s", name, p.Output())
 		}
 	})
+	return p
 }
+
+// Process is a binary run by RunProcess. Kill ends it as a crash would, and
+// Restart runs it again with the same command line, environment and
+// kubeconfig, so tests can show that a controller converges whatever instant
+// it dies at. Its output accumulates across runs, with a line marking each
+// start and exit.
+type Process struct {
+	name, path    string
+	args, environ []string
+	output        syncBuffer
+
+	// mu serialises Kill and Restart: a kill must wait for its process to
+	// be gone before the next run may start.
+	mu sync.Mutex
+	// exited is closed once the current run has exited and been reaped.
+	exited chan struct{}
+	cmd    *exec.Cmd
+	runs   int
+	// closed: the test ended; Restart no longer starts anything.
+	closed bool
+}
+
+// start runs the process once more; p.mu is held or p not yet shared.
+func (p *Process) start() error {
+	cmd := exec.CommandContext(context.Background(), p.path, p.args...)
+	cmd.Env = p.environ
+	cmd.Stdout = &p.output
+	cmd.Stderr = &p.output
+	// The output goes through pipes that a killed process closes at once;
+	// the delay only bounds a child that inherited them.
+	cmd.WaitDelay = 10 * time.Second
+	p.runs++
+	fmt.Fprintf(&p.output, "=== %s: run %d starting at %s\n", p.name, p.runs, time.Now().Format(time.StampMilli))
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", p.name, err)
+	}
+	exited := make(chan struct{})
+	run := p.runs
+	go func() {
+		err := cmd.Wait()
+		fmt.Fprintf(&p.output, "=== %s: run %d exited at %s: %v\n", p.name, run, time.Now().Format(time.StampMilli), err)
+		close(exited)
+	}()
+	p.cmd, p.exited = cmd, exited
+	return nil
+}
+
+// Kill sends the process SIGKILL, which it cannot catch, as the kernel or a
+// node failure would end it, and returns once it has exited. Killing a
+// process that already exited does nothing.
+func (p *Process) Kill() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.kill()
+}
+
+func (p *Process) kill() error {
+	select {
+	case <-p.exited:
+		return nil
+	default:
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill %s: %w", p.name, err)
+	}
+	<-p.exited
+	return nil
+}
+
+// Restart kills the process if it still runs and starts it again with the
+// same command line, environment and kubeconfig.
+func (p *Process) Restart() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return fmt.Errorf("restart %s: the test has ended", p.name)
+	}
+	if err := p.kill(); err != nil {
+		return err
+	}
+	return p.start()
+}
+
+// Running reports whether the current run has not exited.
+func (p *Process) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Runs is how many times the process was started.
+func (p *Process) Runs() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.runs
+}
+
+// Output is what every run wrote to stdout and stderr so far, with a line
+// marking each start and exit.
+func (p *Process) Output() string { return p.output.String() }

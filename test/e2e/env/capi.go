@@ -229,5 +229,12 @@ func startCAPI(t testenv.T, cfg *rest.Config) {
 		if err := <-done; err != nil {
 			t.Errorf("Cluster API manager: %v", err)
 		}
+		// The ClusterCache's caches of workload clusters run on a context
+		// of their own, which the manager's stop leaves running: their
+		// watches would hold the workload API server's shutdown for a
+		// minute.
+		if s, ok := clusterCache.(interface{ Shutdown() }); ok {
+			s.Shutdown()
+		}
 	})
 }

@@ -94,6 +94,9 @@ type Management struct {
 	*testenv.Env
 	// Name tells management clusters apart in logs and kubeconfig files.
 	Name string
+	// Provider is the provider's manager process, which a test may kill
+	// and restart as a crash would.
+	Provider *testenv.Process
 }
 
 // Start starts the environment; it stops when t ends.
@@ -115,18 +118,41 @@ func Start(t testenv.T) *Environment {
 // the provider, until t ends.
 func (e *Environment) AddManagement(t testenv.T, name string) *Management {
 	t.Helper()
+	return StartManagement(t, ManagementOptions{Name: name})
+}
+
+// ManagementOptions describe a management cluster started on its own.
+type ManagementOptions struct {
+	// Name tells management clusters apart in logs and kubeconfig files.
+	Name string
+	// AuditLogPath: see testenv.Options.
+	AuditLogPath string
+	// ProviderArgs are added to the provider's command line.
+	ProviderArgs []string
+	// WithoutClusterAPI runs the provider alone: the caller plays Cluster
+	// API's part (Machines, the Cluster's status), so that only the
+	// provider's requests load the API server.
+	WithoutClusterAPI bool
+}
+
+// StartManagement starts a management cluster running Cluster API and the
+// provider, until t ends, outside any Environment: for benchmarks that
+// need one API server only.
+func StartManagement(t testenv.T, opts ManagementOptions) *Management {
+	t.Helper()
 	mgmt := testenv.Start(t, testenv.Options{
 		Scheme: Scheme(),
 		CRDs:   testenv.ProviderCRDs(t),
 		CRDDirectoryPaths: append([]string{testenv.CAPICRDPath(t), testenv.CertManagerCRDPath(t), testenv.BMOCRDPath(t)},
 			testenv.CAPIKubeadmCRDPaths(t)...),
-		Webhooks: capiWebhooks(t),
+		Webhooks:     capiWebhooks(t),
+		AuditLogPath: opts.AuditLogPath,
 	})
 	labelForClusterctl(t, mgmt)
 	mgmt.ServeProviderWebhooks(t, setupCAPIWebhooks)
 	startCAPI(t, mgmt.Config)
-	startProvider(t, mgmt)
-	return &Management{Env: mgmt, Name: name}
+	provider := startProvider(t, mgmt, opts.ProviderArgs...)
+	return &Management{Env: mgmt, Name: opts.Name, Provider: provider}
 }
 
 // labelForClusterctl gives every CRD the label clusterctl init sets, by

@@ -65,19 +65,21 @@ func managerBinary() (string, error) {
 }
 
 // startProvider runs the manager built from this tree against mgmt until t
-// ends. Webhooks are served by the environment (envtest points the API
-// server at its own local server); the identities' API servers are on
-// loopback, which the operator must allow explicitly.
-func startProvider(t testenv.T, mgmt *testenv.Env) {
+// ends; tests kill and restart it through the returned Process. Webhooks
+// are served by the environment (envtest points the API server at its own
+// local server); the identities' API servers are on loopback, which the
+// operator must allow explicitly.
+func startProvider(t testenv.T, mgmt *testenv.Env, extraArgs ...string) *testenv.Process {
 	t.Helper()
 	path, err := managerBinary()
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	mgmt.RunProcess(t, path, nil,
+	args := append([]string{
 		"--webhook-port=0",
-		"--health-addr="+testenv.FreeLoopbackAddr(t),
-		"--diagnostics-address="+testenv.FreeLoopbackAddr(t), "--insecure-diagnostics",
+		"--health-addr=" + testenv.FreeLoopbackAddr(t),
+		"--diagnostics-address=" + testenv.FreeLoopbackAddr(t), "--insecure-diagnostics",
 		"--identity-allow-loopback",
-	)
+	}, extraArgs...)
+	return mgmt.RunProcess(t, path, nil, args...)
 }
