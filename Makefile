@@ -100,6 +100,10 @@ test-fuzz: ## Run every fuzz target for FUZZ_TIME each.
 bench: ## Run the benchmarks.
 	KUBEBUILDER_ASSETS="$$(bash hack/tools-bin.sh envtest)" go test -run '^$$' -bench . -benchmem $(TEST_ARGS) ./...
 
+.PHONY: bench-scale
+bench-scale: test-binaries ## Scale, cost and crash-consistency scenarios against real API servers; prints a Markdown table, writes it and a plot to out/scale/ (BENCH_SCALE_ARGS, e.g. -sizes 100,250 -scenarios flow,association).
+	KUBEBUILDER_ASSETS="$$(bash hack/tools-bin.sh envtest)" go run ./test/scale $(BENCH_SCALE_ARGS)
+
 .PHONY: envtest-assets
 envtest-assets: ## Build (once) kube-apiserver and etcd for envtest and print their directory.
 	@bash hack/tools-bin.sh envtest

@@ -25,6 +25,8 @@ import (
 	"os"
 	"time"
 
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -39,6 +41,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 )
 
 const (
@@ -147,7 +151,12 @@ func newManager(restConfig *rest.Config, scheme *runtime.Scheme, opts *options) 
 		return nil, fmt.Errorf("TLS or diagnostics options: %w", err)
 	}
 
-	cacheOptions := cache.Options{SyncPeriod: &opts.syncPeriod}
+	cacheOptions := cache.Options{
+		SyncPeriod: &opts.syncPeriod,
+		// In-cluster hosts are cached as the remote identities' are: only
+		// what the provider reads.
+		ByObject: map[client.Object]cache.ByObject{&bmov1alpha1.BareMetalHost{}: {Transform: hostaccess.TransformHost()}},
+	}
 	if opts.watchNamespace != "" {
 		cacheOptions.DefaultNamespaces = map[string]cache.Config{opts.watchNamespace: {}}
 	}

@@ -29,10 +29,10 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
@@ -58,9 +58,11 @@ type accessor struct {
 	client    client.Client
 	reader    client.Reader
 	cache     cache.Cache
-	// http is the client every request to the server goes through.
-	http  *http.Client
-	owner *IdentityCache
+	// http is the client every request to the server goes through, over
+	// transport, the connections of this accessor alone.
+	http      *http.Client
+	transport http.RoundTripper
+	owner     *IdentityCache
 
 	// watches are the controllers' watches started on cache, by name.
 	watchesMu sync.Mutex
@@ -90,6 +92,13 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 	if err != nil {
 		return nil, identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "cannot build an HTTP client for %s", srv.display)
 	}
+	connected := false
+	defer func() {
+		if !connected {
+			// Nothing of a failed attempt uses its connections any longer.
+			closeConnections(httpClient.transport)
+		}
+	}()
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	if opts.UserAgent != "" {
@@ -103,7 +112,7 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 	}
 	httpClient.verified.Store(true)
 
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient.Client)
+	mapper, err := newRESTMapper(key, srv, cfg, httpClient.Client)
 	if err != nil {
 		return nil, classify(key, srv.display, err)
 	}
@@ -120,8 +129,10 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 		Scheme:            opts.Scheme,
 		Mapper:            mapper,
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
-		// managedFields are large and never read by the provider.
+		// Hosts keep only what the provider reads; other kinds lose their
+		// managedFields, which it never reads.
 		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         map[client.Object]cache.ByObject{&bmov1alpha1.BareMetalHost{}: {Transform: TransformHost()}},
 	})
 	if err != nil {
 		return nil, classify(key, srv.display, err)
@@ -137,8 +148,8 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 
 	ctx, cancel := context.WithCancel(parent)
 	acc := &accessor{
-		key: key, namespace: namespace, server: srv, client: cached, reader: direct, cache: hostCache, http: httpClient.Client,
-		owner: owner, watches: map[string]bool{}, cancel: cancel,
+		key: key, namespace: namespace, server: srv, client: cached, reader: direct, cache: hostCache,
+		http: httpClient.Client, transport: httpClient.transport, owner: owner, watches: map[string]bool{}, cancel: cancel,
 	}
 	// The hosts are read through the cache: their informer starts with it.
 	if _, err := hostCache.GetInformer(ctx, &bmov1alpha1.BareMetalHost{}); err != nil {
@@ -152,13 +163,16 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 			"BareMetalHosts in namespace %s of %s could not be listed within %s", namespace, srv.display, opts.ConnectTimeout)
 	}
 	acc.running.Go(func() { acc.probeLoop(ctx) })
+	connected = true
 	return acc, nil
 }
 
-// guardedClient is an identity's HTTP client and the flag its guard reads.
+// guardedClient is an identity's HTTP client, the flag its guard reads,
+// and the transport under every wrapper, which holds its connections.
 type guardedClient struct {
 	*http.Client
-	verified *atomic.Bool
+	verified  *atomic.Bool
+	transport http.RoundTripper
 }
 
 // identityHTTPClient builds the one HTTP client all of an identity's
@@ -175,6 +189,14 @@ func identityHTTPClient(base *rest.Config, opts Options) (*guardedClient, error)
 		}
 		return nil, nil
 	}
+	// The transport is the identity's own (a custom dialer keeps client-go
+	// from sharing it): remembered to close its connections when the
+	// accessor stops, which the wrappers above it do not pass on.
+	var transport http.RoundTripper
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		transport = rt
+		return rt
+	})
 	if opts.WrapTransport != nil {
 		cfg.Wrap(opts.WrapTransport)
 	}
@@ -187,15 +209,33 @@ func identityHTTPClient(base *rest.Config, opts Options) (*guardedClient, error)
 		return nil, err
 	}
 	httpClient.CheckRedirect = noRedirects
-	return &guardedClient{Client: httpClient, verified: verified}, nil
+	return &guardedClient{Client: httpClient, verified: verified, transport: transport}, nil
 }
 
-// stop ends the accessor's informers and probe and waits until they are gone.
+// stop ends the accessor's informers and probe, waits until they are gone,
+// and closes its connections.
 func (a *accessor) stop() {
 	a.stopOnce.Do(func() {
 		a.cancel()
 		a.running.Wait()
+		closeConnections(a.transport)
 	})
+}
+
+// streamTeardown is ample time for the HTTP/2 transport to tear down the
+// streams of requests whose context was cancelled: it does so after their
+// callers have returned.
+const streamTeardown = time.Second
+
+// closeConnections closes the connections of an accessor's transport once
+// nothing uses them: those idle now, and again after streamTeardown those
+// whose last requests (watches) the accessor's context cancelled. An idle
+// connection otherwise keeps a goroutine and a socket to the server until
+// its idle timeout (90 s); an identity that reconnects, rotates or retries
+// would leave one each time.
+func closeConnections(transport http.RoundTripper) {
+	utilnet.CloseIdleConnectionsFor(transport)
+	time.AfterFunc(streamTeardown, func() { utilnet.CloseIdleConnectionsFor(transport) })
 }
 
 // watch starts w on the accessor's cache, once per watcher name: the

@@ -28,8 +28,10 @@ limitations under the License.
 // disconnects identities; routing.go delivers Secret changes to the
 // controllers' sources, starts their watches, and finds who still uses an
 // identity through identity.UsedIndex; accessor.go is one connection's
-// client and informer cache. Package fake implements the Cache for unit
-// tests.
+// client and informer cache, kept small since dozens run at once: its REST
+// mapper discovers only the hosts' group (mapper.go), and its cache keeps
+// only the host fields the provider reads (transform.go). Package fake
+// implements the Cache for unit tests.
 //
 // Kubeconfigs come from tenants and are treated as untrusted input: anything
 // that would make the controller run a program or read one of its own files

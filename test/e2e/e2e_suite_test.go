@@ -26,6 +26,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -65,12 +66,24 @@ var _ = BeforeSuite(func() {
 	By("Starting the management, pool and workload API servers, Cluster API, the Bare Metal Operator and the provider")
 	// The environment lives as long as the suite, and so does what it
 	// restarts from inside a spec (the pool after an outage).
+	// The processes' output (provider, Bare Metal Operator, IPAM) is shown
+	// when the environment closes if any spec failed: the report of the
+	// suite's own cleanup does not know about the specs.
 	suite := &testenv.Suite{}
-	DeferCleanup(func() { suite.Close(CurrentSpecReport().Failed()) })
+	DeferCleanup(func() { suite.Close(specFailed.Load()) })
 	environment = env.Start(suite)
 	management = framework.NewClusterProxy(environment.Management.Name,
 		environment.Management.WriteKubeconfig(GinkgoT()), env.Scheme())
 	DeferCleanup(func() { management.Dispose(ctx) })
+})
+
+// specFailed records that a spec failed, for the environment's cleanup.
+var specFailed atomic.Bool
+
+var _ = ReportAfterEach(func(report SpecReport) {
+	if report.Failed() {
+		specFailed.Store(true)
+	}
 })
 
 // intervals are the suite's wait intervals for key (config/e2e.yaml).

@@ -1,0 +1,425 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv/hostdriver"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
+)
+
+// The provider's defaults, which the floor copies: its clients' rate limits
+// (--kube-api-qps/--kube-api-burst, --remote-client-qps/--remote-client-burst)
+// and its Metal3Machine workers (--metal3machine-concurrency).
+const (
+	providerQPS         = 20
+	providerBurst       = 30
+	providerConcurrency = 10
+)
+
+// associationResult is one association run: n machines against n available
+// hosts, in-cluster or through one remote identity, and the floor.
+type associationResult struct {
+	Machines int
+	Remote   bool
+	// Associated is the time from creating the first Metal3Machine until
+	// every one is HostAssociated.
+	Associated time.Duration
+	// Floor is the time the same associations take as bare API writes.
+	Floor time.Duration
+	// Management and Pool are the provider's requests to each server
+	// during the run (Pool is zero in-cluster).
+	Management, Pool requestCount
+	// AtRest is per minute on each server after every host is provisioned,
+	// over RestWindow; probes are counted apart.
+	AtRestManagement, AtRestPool requestCount
+	RestWindow                   time.Duration
+	// Watches is the most watches the provider opened per kind on the
+	// hosts' server.
+	Watches map[string]int
+}
+
+func (r associationResult) Ratio() float64 { return r.Associated.Seconds() / r.Floor.Seconds() }
+
+func (r associationResult) Mode() string {
+	if r.Remote {
+		return "remote identity"
+	}
+	return "in-cluster"
+}
+
+// association is the environment of one association run.
+type association struct {
+	mgmt      *env.Management
+	hosts     *testenv.Env // where the hosts are: mgmt's server, or the pool
+	mgmtAudit string
+	poolAudit string
+	remote    bool
+	identity  []byte
+}
+
+const (
+	assocNamespace = "assoc"       // the tenant's cluster (and in-cluster hosts)
+	poolNamespace  = "pool-assoc"  // the hosts of the remote identity
+	floorNamespace = "floor"       // the floor's machines
+	floorHosts     = "floor-hosts" // the floor's hosts
+)
+
+// runAssociation measures n associations, and the requests at rest for
+// rest afterwards (none when zero).
+func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote bool, rest time.Duration) (associationResult, error) {
+	a := &association{remote: remote}
+	tag := fmt.Sprintf("assoc-%d-%v", n, remote)
+	a.mgmtAudit = filepath.Join(dir, tag+"-management-audit.log")
+	a.poolAudit = filepath.Join(dir, tag+"-pool-audit.log")
+	for _, f := range []string{a.mgmtAudit, a.poolAudit} {
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+			return associationResult{}, err
+		}
+	}
+	a.mgmt = env.StartManagement(t, env.ManagementOptions{Name: tag, AuditLogPath: a.mgmtAudit, WithoutClusterAPI: true})
+	a.hosts = a.mgmt.Env
+	hostNamespace := assocNamespace
+	if remote {
+		a.hosts = testenv.Start(t, testenv.Options{Scheme: env.Scheme(), CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}, AuditLogPath: a.poolAudit})
+		hostNamespace = poolNamespace
+	}
+	for _, ns := range []struct {
+		c    client.Client
+		name string
+	}{{a.mgmt.Client, assocNamespace}, {a.mgmt.Client, floorNamespace}, {a.hosts.Client, floorHosts}} {
+		if err := env.CreateNamespace(ctx, ns.c, ns.name); err != nil {
+			return associationResult{}, err
+		}
+	}
+	if remote {
+		if err := env.CreateNamespace(ctx, a.hosts.Client, poolNamespace); err != nil {
+			return associationResult{}, err
+		}
+		a.identity = a.hosts.ServiceAccountKubeconfig(t, poolNamespace, "tenant", 24*time.Hour, testenv.HostProviderRules()...)
+	}
+	driver, err := hostdriver.Start(ctx, a.hosts.Config, hostdriver.Options{
+		Namespaces: []string{hostNamespace, floorHosts}, QPS: 1000, Burst: 2000, Workers: 16,
+	})
+	if err != nil {
+		return associationResult{}, err
+	}
+	defer driver.Stop()
+	for _, ns := range []string{hostNamespace, floorHosts} {
+		if err := registerHostsParallel(ctx, a.hosts.Client, ns, n); err != nil {
+			return associationResult{}, err
+		}
+	}
+	if err := waitFor(ctx, 10*time.Minute, "hosts available", func() (bool, error) {
+		for _, ns := range []string{hostNamespace, floorHosts} {
+			if ok, err := hostsInState(ctx, a.hosts.Client, ns, bmov1alpha1.StateAvailable, n); !ok || err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return associationResult{}, err
+	}
+
+	res := associationResult{Machines: n, Remote: remote}
+	if res.Floor, err = a.floor(ctx, n); err != nil {
+		return res, fmt.Errorf("floor: %w", err)
+	}
+	if err := a.createCluster(ctx, n); err != nil {
+		return res, err
+	}
+	started := time.Now()
+	if err := createMetal3Machines(ctx, a.mgmt.Client, n); err != nil {
+		return res, err
+	}
+	if err := waitFor(ctx, 30*time.Minute, "machines associated", func() (bool, error) {
+		return metal3MachinesWith(ctx, a.mgmt.Client, assocNamespace, infrav1.HostAssociatedCondition, n)
+	}); err != nil {
+		return res, err
+	}
+	associated := time.Now()
+	res.Associated = associated.Sub(started)
+
+	// At rest: once every host is provisioned (the driver's provisioning
+	// is quick) and the last status patches landed.
+	if rest > 0 {
+		if err := waitFor(ctx, 30*time.Minute, "machines ready", func() (bool, error) {
+			return metal3MachinesWith(ctx, a.mgmt.Client, assocNamespace, infrav1.ReadyCondition, n)
+		}); err != nil {
+			return res, err
+		}
+		time.Sleep(5 * time.Second)
+		restStart := time.Now()
+		time.Sleep(rest)
+		res.RestWindow = time.Since(restStart)
+		mgmtEvents, err := testenv.ReadAuditLog(a.mgmtAudit)
+		if err != nil {
+			return res, err
+		}
+		res.AtRestManagement = countRequests(filterUser(mgmtEvents, providerUser), restStart, restStart.Add(res.RestWindow)).perMinute(res.RestWindow)
+		if remote {
+			poolEvents, err := testenv.ReadAuditLog(a.poolAudit)
+			if err != nil {
+				return res, err
+			}
+			res.AtRestPool = countRequests(filterUser(poolEvents, "system:serviceaccount:"+poolNamespace+":tenant"), restStart, restStart.Add(res.RestWindow)).perMinute(res.RestWindow)
+		}
+	}
+
+	mgmtEvents, err := testenv.ReadAuditLog(a.mgmtAudit)
+	if err != nil {
+		return res, err
+	}
+	byProvider := filterUser(mgmtEvents, providerUser)
+	res.Management = countRequests(byProvider, started, associated)
+	res.Watches = maxOpenWatches(byProvider)
+	if remote {
+		poolEvents, err := testenv.ReadAuditLog(a.poolAudit)
+		if err != nil {
+			return res, err
+		}
+		byIdentity := filterUser(poolEvents, "system:serviceaccount:"+poolNamespace+":tenant")
+		res.Pool = countRequests(byIdentity, started, associated)
+		res.Watches = maxOpenWatches(byIdentity)
+	}
+	return res, nil
+}
+
+// floor does exactly the writes n associations need, with the provider's
+// workers and client rate limits: the user-data Secret next to the host,
+// the host's claim (one update) and the machine's status. Its machines
+// have no owner Machine, so the provider leaves them alone.
+func (a *association) floor(ctx context.Context, n int) (time.Duration, error) {
+	for i := range n {
+		m3m := &infrav1.Metal3Machine{
+			ObjectMeta: metav1.ObjectMeta{Namespace: floorNamespace, Name: fmt.Sprintf("floor-%d", i)},
+			Spec:       infrav1.Metal3MachineSpec{Image: env.Image},
+		}
+		if err := a.mgmt.Client.Create(ctx, m3m); err != nil {
+			return 0, err
+		}
+	}
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	if err := a.hosts.Client.List(ctx, hosts, client.InNamespace(floorHosts)); err != nil {
+		return 0, err
+	}
+	mgmt, err := throttledClient(a.mgmt.Config)
+	if err != nil {
+		return 0, err
+	}
+	pool := mgmt
+	if a.remote {
+		if pool, err = throttledClient(a.hosts.Config); err != nil {
+			return 0, err
+		}
+	}
+	work := make(chan int)
+	errs := make(chan error, providerConcurrency)
+	var wg sync.WaitGroup
+	started := time.Now()
+	for range providerConcurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if err := floorAssociation(ctx, mgmt, pool, &hosts.Items[i], fmt.Sprintf("floor-%d", i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	return time.Since(started), <-errs
+}
+
+func floorAssociation(ctx context.Context, mgmt, pool client.Client, host *bmov1alpha1.BareMetalHost, machine string) error {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: machine + "-user-data"},
+		Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
+	}
+	if err := pool.Create(ctx, secret); err != nil {
+		return err
+	}
+	host.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Machine", Namespace: floorNamespace, Name: machine}
+	host.Spec.Image = &bmov1alpha1.Image{URL: env.Image.URL, Checksum: env.Image.Checksum, ChecksumType: bmov1alpha1.SHA256, DiskFormat: env.Image.DiskFormat}
+	host.Spec.UserData = &corev1.SecretReference{Namespace: host.Namespace, Name: secret.Name}
+	if err := pool.Update(ctx, host); err != nil {
+		return err
+	}
+	m3m := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{Namespace: floorNamespace, Name: machine}}
+	patch := client.MergeFrom(m3m.DeepCopy())
+	conditions.Set(m3m, metav1.Condition{Type: infrav1.HostAssociatedCondition, Status: metav1.ConditionTrue, Reason: infrav1.AssociatedReason,
+		Message: "Host " + host.Namespace + "/" + host.Name})
+	m3m.Status.UserData = host.Spec.UserData
+	return mgmt.Status().Patch(ctx, m3m, patch)
+}
+
+func throttledClient(cfg *rest.Config) (client.Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = providerQPS, providerBurst
+	return client.New(cfg, client.Options{Scheme: env.Scheme()})
+}
+
+// createCluster plays Cluster API's part up to the machines: the Cluster
+// with its infrastructure provisioned, the Metal3Cluster, the bootstrap
+// data, and n Machines whose Metal3Machines come later.
+func (a *association) createCluster(ctx context.Context, n int) error {
+	c := a.mgmt.Client
+	const name = "assoc"
+	m3c := &infrav1.Metal3Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: assocNamespace, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+		Spec: infrav1.Metal3ClusterSpec{
+			ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.168.111.249", Port: 6443},
+			CloudProviderEnabled: ptr.To(true), // no workload cluster here
+		},
+	}
+	objects := []client.Object{
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: assocNamespace, Name: name + "-bootstrap"},
+			Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
+		},
+	}
+	if a.remote {
+		objects = append(objects, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: assocNamespace, Name: name + "-pool"},
+			Data:       map[string][]byte{"kubeconfig": a.identity},
+		})
+		m3c.Spec.IdentityRef = &infrav1.IdentityRef{Name: name + "-pool"}
+	}
+	cluster := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: assocNamespace, Name: name},
+		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+			APIGroup: infrav1.GroupVersion.Group, Kind: "Metal3Cluster", Name: name,
+		}},
+	}
+	objects = append(objects, m3c, cluster)
+	for _, obj := range objects {
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	patch := client.MergeFrom(cluster.DeepCopy())
+	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	if err := c.Status().Patch(ctx, cluster, patch); err != nil {
+		return err
+	}
+	return parallel(n, 8, func(i int) error {
+		return c.Create(ctx, &clusterv1.Machine{
+			ObjectMeta: metav1.ObjectMeta{Namespace: assocNamespace, Name: fmt.Sprintf("m-%d", i), Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+			Spec: clusterv1.MachineSpec{
+				ClusterName: name,
+				Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(name + "-bootstrap")},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: infrav1.GroupVersion.Group, Kind: "Metal3Machine", Name: fmt.Sprintf("m-%d", i),
+				},
+			},
+		})
+	})
+}
+
+// createMetal3Machines creates the n Metal3Machines, owned by their
+// Machines as Cluster API would make them, as fast as the server takes them.
+func createMetal3Machines(ctx context.Context, c client.Client, n int) error {
+	return parallel(n, 8, func(i int) error {
+		machine := &clusterv1.Machine{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: assocNamespace, Name: fmt.Sprintf("m-%d", i)}, machine); err != nil {
+			return err
+		}
+		return c.Create(ctx, &infrav1.Metal3Machine{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: assocNamespace, Name: machine.Name, Labels: map[string]string{clusterv1.ClusterNameLabel: "assoc"},
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: machine.Name, UID: machine.UID, Controller: ptr.To(true),
+				}},
+			},
+			Spec: infrav1.Metal3MachineSpec{Image: env.Image},
+		})
+	})
+}
+
+func registerHostsParallel(ctx context.Context, c client.Client, namespace string, n int) error {
+	const batch = 50
+	return parallel((n+batch-1)/batch, 8, func(b int) error {
+		count := min(batch, n-b*batch)
+		return testenv.RegisterHosts(ctx, c, namespace, fmt.Sprintf("%s-b%d", namespace, b), count)
+	})
+}
+
+func metal3MachinesWith(ctx context.Context, c client.Client, ns, condition string, want int) (bool, error) {
+	list := &infrav1.Metal3MachineList{}
+	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return false, err
+	}
+	n := 0
+	for i := range list.Items {
+		if conditions.IsTrue(&list.Items[i], condition) {
+			n++
+		}
+	}
+	return n >= want, nil
+}
+
+// parallel runs do(0..n-1) on workers goroutines; the first error wins.
+func parallel(n, workers int, do func(int) error) error {
+	work := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if err := do(i); err != nil {
+					errs <- err
+					for range work { // drain, so the feeder ends
+					}
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
