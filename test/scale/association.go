@@ -179,7 +179,15 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 		}); err != nil {
 			return res, err
 		}
-		time.Sleep(5 * time.Second)
+		// The last machines' status patches queue behind the client's rate
+		// limit after they are Ready: rest starts once the provider is quiet.
+		quiet := []quietLog{{a.mgmtAudit, providerUser}}
+		if remote {
+			quiet = append(quiet, quietLog{a.poolAudit, "system:serviceaccount:" + poolNamespace + ":tenant"})
+		}
+		if err := waitQuiet(ctx, quiet, 10*time.Second, 10*time.Minute); err != nil {
+			return res, err
+		}
 		restStart := time.Now()
 		time.Sleep(rest)
 		res.RestWindow = time.Since(restStart)
@@ -422,4 +430,26 @@ func parallel(n, workers int, do func(int) error) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// quietLog is an audit log and the user whose writes it watches.
+type quietLog struct{ path, user string }
+
+// waitQuiet returns once none of the logs shows a write by its user in the
+// last quietFor.
+func waitQuiet(ctx context.Context, logs []quietLog, quietFor, timeout time.Duration) error {
+	return waitFor(ctx, timeout, "the provider to stop writing", func() (bool, error) {
+		for _, l := range logs {
+			events, err := testenv.ReadAuditLog(l.path)
+			if err != nil {
+				return false, err
+			}
+			for _, e := range filterUser(events, l.user) {
+				if e.IsWrite() && time.Since(e.RequestReceivedTimestamp) < quietFor {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
 }

@@ -213,24 +213,7 @@ func metal3MachinesReady(ctx context.Context, c client.Client, ns string, want i
 // waitFor polls done every 200 ms until it reports true, fails, or timeout
 // passes.
 func waitFor(ctx context.Context, timeout time.Duration, what string, done func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := done()
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return fmt.Errorf("waiting for %s: %w", what, err)
-			}
-			return fmt.Errorf("waiting for %s: not after %s", what, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return pollUntil(ctx, timeout, 200*time.Millisecond, what, done)
 }
 
 // lastWrite is when the last verb on resource in [from, to) was received.

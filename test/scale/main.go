@@ -22,6 +22,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -99,6 +100,14 @@ func run(ctx context.Context, o options) error {
 	report.printf("# Scale, cost and crash consistency\n\nMeasured %s on %s (%d CPUs, %s/%s, %s) with `make bench-scale`.\n",
 		time.Now().UTC().Format("2006-01-02"), hostName(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	progress := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "… "+format+"\n", args...) }
+	// A failed scenario is reported where its figures would be, and the
+	// others still run: hours of figures are not lost to one of them.
+	var failures []error
+	failed := func(what string, err error) {
+		err = fmt.Errorf("%s: %w", what, err)
+		failures = append(failures, err)
+		report.printf("\n**%s**\n", err)
+	}
 
 	if o.scenarios["flow"] {
 		var runs []flowResult
@@ -106,7 +115,8 @@ func run(ctx context.Context, o options) error {
 			progress("flow run %d/%d", i+1, o.flowRuns)
 			res, err := scenario(func(t testenv.T) (flowResult, error) { return runFlow(ctx, t, o.out, 6, o.rest) })
 			if err != nil {
-				return fmt.Errorf("flow: %w", err)
+				failed("flow", err)
+				continue
 			}
 			runs = append(runs, res)
 		}
@@ -125,7 +135,8 @@ func run(ctx context.Context, o options) error {
 					return runAssociation(ctx, t, o.out, n, remote, rest)
 				})
 				if err != nil {
-					return fmt.Errorf("association of %d (remote %v): %w", n, remote, err)
+					failed(fmt.Sprintf("association of %d (remote %v)", n, remote), err)
+					continue
 				}
 				results = append(results, res)
 			}
@@ -139,28 +150,34 @@ func run(ctx context.Context, o options) error {
 		progress("memory: %d identities × %d hosts", o.identities, o.memHosts)
 		res, err := scenario(func(t testenv.T) (memoryResult, error) { return runMemory(ctx, t, o.memHosts, o.identities) })
 		if err != nil {
-			return fmt.Errorf("memory: %w", err)
+			failed("memory", err)
+		} else {
+			report.rows("Memory and watches", res.rows())
 		}
-		report.rows("Memory and watches", res.rows())
 	}
 	if o.scenarios["identities"] {
 		progress("identities: %d connecting, one rotated every 5 s for %s", o.identities, o.rotateFor)
 		res, err := scenario(func(t testenv.T) (identitiesResult, error) { return runIdentities(ctx, t, o.identities, o.rotateFor) })
 		if err != nil {
-			return fmt.Errorf("identities: %w", err)
+			failed("identities", err)
+		} else {
+			report.rows("Many identities", res.rows())
 		}
-		report.rows("Many identities", res.rows())
 	}
 	if o.scenarios["chaos"] {
 		progress("chaos: %d machines, %d kills", o.chaos.Machines, o.chaos.Kills)
+		// The report is filled in as far as the run got, even on failure.
 		res, err := scenario(func(t testenv.T) (chaos.Report, error) { return chaos.Run(ctx, t, o.chaos) })
-		if err != nil {
-			return fmt.Errorf("chaos: %w", err)
-		}
 		report.printf("\n## Crash consistency\n\n```\n%s\n```\n", strings.TrimSpace(res.String()))
+		if err != nil {
+			failed("chaos", err)
+		}
 	}
 	fmt.Print(report.String())
-	return os.WriteFile(filepath.Join(o.out, "results.md"), []byte(report.String()), 0o600)
+	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(report.String()), 0o600); err != nil {
+		failures = append(failures, err)
+	}
+	return errors.Join(failures...)
 }
 
 // scenario runs one scenario in its own suite, so that its servers and
