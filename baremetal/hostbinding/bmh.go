@@ -263,96 +263,6 @@ func (m *bmhBinding) claim(ctx context.Context, candidate *bmov1alpha1.BareMetal
 	return nil, errLostRace
 }
 
-// hostSecrets are the Secrets written next to a host, by purpose.
-type hostSecrets struct {
-	userData, metaData, networkData *corev1.SecretReference
-}
-
-// writeHostSecrets copies user data (the machine's own, else the bootstrap
-// provider's) and any plain metadata/network data Secrets next to host.
-func (m *bmhBinding) writeHostSecrets(ctx context.Context, host *bmov1alpha1.BareMetalHost) (hostSecrets, error) {
-	var refs hostSecrets
-	userData, err := m.userData(ctx)
-	if err != nil {
-		return refs, err
-	}
-	if refs.userData, err = WriteNewSecret(ctx, m.Access, hostView(host), m.M3Machine, "Metal3Machine", UserDataPurpose, userData); err != nil {
-		return refs, err
-	}
-	for _, s := range []struct {
-		ref     *corev1.SecretReference
-		purpose string
-		out     **corev1.SecretReference
-	}{
-		{m.M3Machine.Spec.MetaData, MetaDataPurpose, &refs.metaData},
-		{m.M3Machine.Spec.NetworkData, NetworkDataPurpose, &refs.networkData},
-	} {
-		if s.ref == nil {
-			continue
-		}
-		data, err := m.localSecretData(ctx, s.ref.Name)
-		if err != nil {
-			return refs, err
-		}
-		if *s.out, err = WriteNewSecret(ctx, m.Access, hostView(host), m.M3Machine, "Metal3Machine", s.purpose, data); err != nil {
-			return refs, err
-		}
-	}
-	return refs, nil
-}
-
-// userData is the data of the machine's userData Secret, else of the
-// bootstrap Secret: "value" and "format", which the Bare Metal Operator reads.
-func (m *bmhBinding) userData(ctx context.Context) (map[string][]byte, error) {
-	name := ""
-	switch {
-	case m.M3Machine.Spec.UserData != nil:
-		name = m.M3Machine.Spec.UserData.Name
-	case m.Machine.Spec.Bootstrap.DataSecretName != nil:
-		name = *m.Machine.Spec.Bootstrap.DataSecretName
-	default:
-		return nil, errors.New("the Machine has no bootstrap data yet")
-	}
-	return m.localSecretData(ctx, name)
-}
-
-// localSecretData reads a Secret of the machine's namespace: a machine
-// never reads another namespace's Secrets.
-func (m *bmhBinding) localSecretData(ctx context.Context, name string) (map[string][]byte, error) {
-	secret := &corev1.Secret{}
-	if err := m.Client.Get(ctx, types.NamespacedName{Namespace: m.M3Machine.Namespace, Name: name}, secret); err != nil {
-		return nil, fmt.Errorf("read Secret %s/%s: %w", m.M3Machine.Namespace, name, err)
-	}
-	return secret.Data, nil
-}
-
-// setProvisioningSpec asks the host for the machine's image or custom
-// deploy and points it at the Secrets next to it.
-func (m *bmhBinding) setProvisioningSpec(host *bmov1alpha1.BareMetalHost, refs hostSecrets) {
-	spec := m.M3Machine.Spec
-	host.Spec.Online = true
-	if !spec.Image.IsZero() {
-		image := &bmov1alpha1.Image{URL: spec.Image.URL, Checksum: spec.Image.Checksum, DiskFormat: spec.Image.DiskFormat}
-		if spec.Image.ChecksumType != nil {
-			image.ChecksumType = bmov1alpha1.ChecksumType(*spec.Image.ChecksumType)
-		}
-		host.Spec.Image = image
-	}
-	if spec.CustomDeploy != nil {
-		host.Spec.CustomDeploy = &bmov1alpha1.CustomDeploy{Method: spec.CustomDeploy.Method}
-	}
-	host.Spec.UserData = refs.userData
-	if refs.metaData != nil {
-		host.Spec.MetaData = refs.metaData
-	}
-	if refs.networkData != nil {
-		host.Spec.NetworkData = refs.networkData
-	}
-	if spec.AutomatedCleaningMode != nil {
-		host.Spec.AutomatedCleaningMode = bmov1alpha1.AutomatedCleaningMode(*spec.AutomatedCleaningMode)
-	}
-}
-
 func (m *bmhBinding) recordAssociation(host *bmov1alpha1.BareMetalHost) {
 	if m.M3Machine.Annotations == nil {
 		m.M3Machine.Annotations = map[string]string{}
@@ -553,15 +463,6 @@ func stateName(state bmov1alpha1.ProvisioningState) string {
 	return string(state)
 }
 
-// deleteHostSecrets removes every Secret this machine may have written in
-// namespace. Errors are left for the next attempt: the Secrets are also
-// owned by the host, so they cannot outlive it.
-func (m *bmhBinding) deleteHostSecrets(ctx context.Context, namespace string) {
-	for _, purpose := range []string{UserDataPurpose, MetaDataPurpose, NetworkDataPurpose} {
-		_ = DeleteSecret(ctx, m.Access, namespace, m.M3Machine, purpose)
-	}
-}
-
 func consumerString(host *bmov1alpha1.BareMetalHost) string {
 	if ref := host.Spec.ConsumerRef; ref != nil {
 		return fmt.Sprintf("%s %s/%s", ref.Kind, ref.Namespace, ref.Name)
@@ -573,30 +474,4 @@ func consumerString(host *bmov1alpha1.BareMetalHost) string {
 // rendered from a Metal3DataTemplate, which makes binding a two-step affair.
 func UsesDataTemplate(m3m *infrav1.Metal3Machine) bool {
 	return m3m.Spec.DataTemplate != nil && m3m.Spec.DataTemplate.Name != ""
-}
-
-// Provision implements Binding: it writes the user data next to the host
-// and gives the host its image and Secrets in one update guarded by the
-// resourceVersion.
-func (m *bmhBinding) Provision(ctx context.Context, view *Host, rendered RenderedSecrets) error {
-	host := view.BareMetalHost
-	refs, err := m.writeHostSecrets(ctx, host)
-	if err != nil {
-		return err
-	}
-	if rendered.MetaData != nil {
-		refs.metaData = rendered.MetaData
-	}
-	if rendered.NetworkData != nil {
-		refs.networkData = rendered.NetworkData
-	}
-	updated := host.DeepCopy()
-	m.setProvisioningSpec(updated, refs)
-	if err := m.patchHost(ctx, host, updated); err != nil {
-		return err
-	}
-	*host = *updated
-	*view = *hostView(host)
-	m.recordAssociation(host)
-	return nil
 }

@@ -1,0 +1,156 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hostbinding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// What a bound host is given to provision: the machine's image or custom
+// deploy, and its user data, metadata and network data as Secrets next to
+// the host.
+
+// Provision implements Binding: it writes the user data next to the host
+// and gives the host its image and Secrets in one update guarded by the
+// resourceVersion.
+func (m *bmhBinding) Provision(ctx context.Context, view *Host, rendered RenderedSecrets) error {
+	host := view.BareMetalHost
+	refs, err := m.writeHostSecrets(ctx, host)
+	if err != nil {
+		return err
+	}
+	if rendered.MetaData != nil {
+		refs.metaData = rendered.MetaData
+	}
+	if rendered.NetworkData != nil {
+		refs.networkData = rendered.NetworkData
+	}
+	updated := host.DeepCopy()
+	m.setProvisioningSpec(updated, refs)
+	if err := m.patchHost(ctx, host, updated); err != nil {
+		return err
+	}
+	*host = *updated
+	*view = *hostView(host)
+	m.recordAssociation(host)
+	return nil
+}
+
+// hostSecrets are the Secrets written next to a host, by purpose.
+type hostSecrets struct {
+	userData, metaData, networkData *corev1.SecretReference
+}
+
+// writeHostSecrets copies user data (the machine's own, else the bootstrap
+// provider's) and any plain metadata/network data Secrets next to host.
+func (m *bmhBinding) writeHostSecrets(ctx context.Context, host *bmov1alpha1.BareMetalHost) (hostSecrets, error) {
+	var refs hostSecrets
+	userData, err := m.userData(ctx)
+	if err != nil {
+		return refs, err
+	}
+	if refs.userData, err = WriteNewSecret(ctx, m.Access, hostView(host), m.M3Machine, "Metal3Machine", UserDataPurpose, userData); err != nil {
+		return refs, err
+	}
+	for _, s := range []struct {
+		ref     *corev1.SecretReference
+		purpose string
+		out     **corev1.SecretReference
+	}{
+		{m.M3Machine.Spec.MetaData, MetaDataPurpose, &refs.metaData},
+		{m.M3Machine.Spec.NetworkData, NetworkDataPurpose, &refs.networkData},
+	} {
+		if s.ref == nil {
+			continue
+		}
+		data, err := m.localSecretData(ctx, s.ref.Name)
+		if err != nil {
+			return refs, err
+		}
+		if *s.out, err = WriteNewSecret(ctx, m.Access, hostView(host), m.M3Machine, "Metal3Machine", s.purpose, data); err != nil {
+			return refs, err
+		}
+	}
+	return refs, nil
+}
+
+// userData is the data of the machine's userData Secret, else of the
+// bootstrap Secret: "value" and "format", which the Bare Metal Operator reads.
+func (m *bmhBinding) userData(ctx context.Context) (map[string][]byte, error) {
+	name := ""
+	switch {
+	case m.M3Machine.Spec.UserData != nil:
+		name = m.M3Machine.Spec.UserData.Name
+	case m.Machine.Spec.Bootstrap.DataSecretName != nil:
+		name = *m.Machine.Spec.Bootstrap.DataSecretName
+	default:
+		return nil, errors.New("the Machine has no bootstrap data yet")
+	}
+	return m.localSecretData(ctx, name)
+}
+
+// localSecretData reads a Secret of the machine's namespace: a machine
+// never reads another namespace's Secrets.
+func (m *bmhBinding) localSecretData(ctx context.Context, name string) (map[string][]byte, error) {
+	secret := &corev1.Secret{}
+	if err := m.Client.Get(ctx, types.NamespacedName{Namespace: m.M3Machine.Namespace, Name: name}, secret); err != nil {
+		return nil, fmt.Errorf("read Secret %s/%s: %w", m.M3Machine.Namespace, name, err)
+	}
+	return secret.Data, nil
+}
+
+// setProvisioningSpec asks the host for the machine's image or custom
+// deploy and points it at the Secrets next to it.
+func (m *bmhBinding) setProvisioningSpec(host *bmov1alpha1.BareMetalHost, refs hostSecrets) {
+	spec := m.M3Machine.Spec
+	host.Spec.Online = true
+	if !spec.Image.IsZero() {
+		image := &bmov1alpha1.Image{URL: spec.Image.URL, Checksum: spec.Image.Checksum, DiskFormat: spec.Image.DiskFormat}
+		if spec.Image.ChecksumType != nil {
+			image.ChecksumType = bmov1alpha1.ChecksumType(*spec.Image.ChecksumType)
+		}
+		host.Spec.Image = image
+	}
+	if spec.CustomDeploy != nil {
+		host.Spec.CustomDeploy = &bmov1alpha1.CustomDeploy{Method: spec.CustomDeploy.Method}
+	}
+	host.Spec.UserData = refs.userData
+	if refs.metaData != nil {
+		host.Spec.MetaData = refs.metaData
+	}
+	if refs.networkData != nil {
+		host.Spec.NetworkData = refs.networkData
+	}
+	if spec.AutomatedCleaningMode != nil {
+		host.Spec.AutomatedCleaningMode = bmov1alpha1.AutomatedCleaningMode(*spec.AutomatedCleaningMode)
+	}
+}
+
+// deleteHostSecrets removes every Secret this machine may have written in
+// namespace. Errors are left for the next attempt: the Secrets are also
+// owned by the host, so they cannot outlive it.
+func (m *bmhBinding) deleteHostSecrets(ctx context.Context, namespace string) {
+	for _, purpose := range []string{UserDataPurpose, MetaDataPurpose, NetworkDataPurpose} {
+		_ = DeleteSecret(ctx, m.Access, namespace, m.M3Machine, purpose)
+	}
+}
