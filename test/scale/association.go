@@ -252,29 +252,11 @@ func (a *association) floor(ctx context.Context, n int) (time.Duration, error) {
 			return 0, err
 		}
 	}
-	work := make(chan int)
-	errs := make(chan error, providerConcurrency)
-	var wg sync.WaitGroup
 	started := time.Now()
-	for range providerConcurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				if err := floorAssociation(ctx, mgmt, pool, &hosts.Items[i], fmt.Sprintf("floor-%d", i)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	return time.Since(started), <-errs
+	err = parallel(n, providerConcurrency, func(i int) error {
+		return floorAssociation(ctx, mgmt, pool, &hosts.Items[i], fmt.Sprintf("floor-%d", i))
+	})
+	return time.Since(started), err
 }
 
 func floorAssociation(ctx context.Context, mgmt, pool client.Client, host *bmov1alpha1.BareMetalHost, machine string) error {
@@ -311,38 +293,21 @@ func throttledClient(cfg *rest.Config) (client.Client, error) {
 func (a *association) createCluster(ctx context.Context, n int) error {
 	c := a.mgmt.Client
 	const name = "assoc"
-	m3c := &infrav1.Metal3Cluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: assocNamespace, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-		Spec: infrav1.Metal3ClusterSpec{
-			ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.168.111.249", Port: 6443},
-			CloudProviderEnabled: ptr.To(true), // no workload cluster here
-		},
-	}
-	objects := []client.Object{
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: assocNamespace, Name: name + "-bootstrap"},
-			Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
-		},
-	}
+	base := newClusterBase(assocNamespace, name)
+	base.m3c.Spec.CloudProviderEnabled = ptr.To(true) // no workload cluster here
+	var objects []client.Object
 	if a.remote {
+		// The identity first, so the Metal3Cluster never waits for it.
 		objects = append(objects, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: assocNamespace, Name: name + "-pool"},
 			Data:       map[string][]byte{"kubeconfig": a.identity},
 		})
-		m3c.Spec.IdentityRef = &infrav1.IdentityRef{Name: name + "-pool"}
+		base.m3c.Spec.IdentityRef = &infrav1.IdentityRef{Name: name + "-pool"}
 	}
-	cluster := &clusterv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: assocNamespace, Name: name},
-		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-			APIGroup: infrav1.GroupVersion.Group, Kind: "Metal3Cluster", Name: name,
-		}},
+	if err := createAll(ctx, c, append(objects, base.objects()...)); err != nil {
+		return err
 	}
-	objects = append(objects, m3c, cluster)
-	for _, obj := range objects {
-		if err := c.Create(ctx, obj); err != nil {
-			return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
-		}
-	}
+	cluster := base.cluster
 	patch := client.MergeFrom(cluster.DeepCopy())
 	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
 	if err := c.Status().Patch(ctx, cluster, patch); err != nil {

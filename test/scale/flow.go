@@ -28,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
@@ -105,7 +104,7 @@ func runFlow(ctx context.Context, t testenv.T, dir string, machines int, rest ti
 		return flowResult{}, err
 	}
 	if err := waitFor(ctx, 5*time.Minute, "Metal3Machines ready", func() (bool, error) {
-		return metal3MachinesReady(ctx, c, ns, machines)
+		return metal3MachinesWith(ctx, c, ns, infrav1.ReadyCondition, machines)
 	}); err != nil {
 		return flowResult{}, err
 	}
@@ -129,29 +128,47 @@ func runFlow(ctx context.Context, t testenv.T, dir string, machines int, rest ti
 }
 
 func createFlowCluster(ctx context.Context, c client.Client, ns, name string) error {
-	infraRef := func(kind, ref string) clusterv1.ContractVersionedObjectReference {
-		return clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: kind, Name: ref}
-	}
-	objects := []client.Object{
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-bootstrap"},
-			Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
-		},
-		&clusterv1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec:       clusterv1.ClusterSpec{InfrastructureRef: infraRef("Metal3Cluster", name)},
-		},
-		&infrav1.Metal3Cluster{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-			Spec:       infrav1.Metal3ClusterSpec{ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.168.111.249", Port: 6443}},
-		},
+	base := newClusterBase(ns, name)
+	return createAll(ctx, c, append(base.objects(),
 		&infrav1.Metal3MachineTemplate{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-workers"},
 			Spec: infrav1.Metal3MachineTemplateSpec{Template: infrav1.Metal3MachineTemplateResource{
 				Spec: infrav1.Metal3MachineSpec{Image: env.Image},
 			}},
 		},
+	))
+}
+
+// clusterBase is what every scenario's cluster starts from: its bootstrap
+// data, the Cluster and the Metal3Cluster, which callers adjust.
+type clusterBase struct {
+	bootstrap *corev1.Secret
+	cluster   *clusterv1.Cluster
+	m3c       *infrav1.Metal3Cluster
+}
+
+func newClusterBase(ns, name string) clusterBase {
+	return clusterBase{
+		bootstrap: &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-bootstrap"},
+			Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
+		},
+		cluster: &clusterv1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "Metal3Cluster", Name: name,
+			}},
+		},
+		m3c: &infrav1.Metal3Cluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+			Spec:       infrav1.Metal3ClusterSpec{ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.168.111.249", Port: 6443}},
+		},
 	}
+}
+
+func (b clusterBase) objects() []client.Object { return []client.Object{b.bootstrap, b.cluster, b.m3c} }
+
+func createAll(ctx context.Context, c client.Client, objects []client.Object) error {
 	for _, obj := range objects {
 		if err := c.Create(ctx, obj); err != nil {
 			return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
@@ -190,20 +207,6 @@ func hostsInState(ctx context.Context, c client.Client, ns string, state bmov1al
 	n := 0
 	for i := range hosts.Items {
 		if hosts.Items[i].Status.Provisioning.State == state {
-			n++
-		}
-	}
-	return n >= want, nil
-}
-
-func metal3MachinesReady(ctx context.Context, c client.Client, ns string, want int) (bool, error) {
-	list := &infrav1.Metal3MachineList{}
-	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return false, err
-	}
-	n := 0
-	for i := range list.Items {
-		if conditions.IsTrue(&list.Items[i], infrav1.ReadyCondition) {
 			n++
 		}
 	}

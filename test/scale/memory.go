@@ -341,38 +341,9 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // inspection. A few workers share the work: one at a time would take
 // minutes for thousands.
 func createInspectedHosts(ctx context.Context, c client.Client, namespaces []string, perNamespace int) error {
-	type job struct {
-		namespace string
-		index     int
-	}
-	jobs := make(chan job)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for j := range jobs {
-				if err := createInspectedHost(ctx, c, j.namespace, j.index); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		})
-	}
-	for i, ns := range namespaces {
-		for h := range perNamespace {
-			jobs <- job{namespace: ns, index: i*perNamespace + h}
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
+	return parallel(len(namespaces)*perNamespace, 8, func(index int) error {
+		return createInspectedHost(ctx, c, namespaces[index/perNamespace], index)
+	})
 }
 
 func createInspectedHost(ctx context.Context, c client.Client, namespace string, index int) error {
