@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package hostclaim is the contract between the two halves of HostClaim
 // mode: the provider, which creates HostClaims in the pool on behalf of
 // Metal3Machines, and the pool-side binder (cmd/hostclaim-binder), which
