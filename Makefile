@@ -45,8 +45,9 @@ help: ## Show this help.
 ##@ Build and run
 
 .PHONY: build
-build: ## Build the manager binary into bin/manager.
+build: ## Build the manager into bin/manager and the HostClaim binder into bin/hostclaim-binder.
 	go build -trimpath -o $(BIN_DIR)/manager .
+	go build -trimpath -o $(BIN_DIR)/hostclaim-binder ./cmd/hostclaim-binder
 
 .PHONY: run
 run: ## Run the manager against the cluster of $KUBECONFIG (RUN_ARGS for flags).

@@ -76,7 +76,7 @@ func releaseMoveBlock(ctx context.Context, c client.Client, obj client.Object) e
 // machineInFlight reports whether a Metal3Machine's host is between states:
 // bound but not provisioned yet, or being released.
 func machineInFlight(m3m *infrav1.Metal3Machine) bool {
-	if m3m.Annotations[infrav1.HostAnnotation] == "" {
+	if !hasHost(m3m) {
 		return false
 	}
 	return !m3m.DeletionTimestamp.IsZero() || !ptr.Deref(m3m.Status.Initialization.Provisioned, false)
@@ -90,4 +90,11 @@ func dataInFlight(data *infrav1.Metal3Data) bool {
 		return false
 	}
 	return !data.DeletionTimestamp.IsZero() || !data.Status.Ready
+}
+
+// hasHost reports whether obj (a Metal3Machine) records a host, or in
+// HostClaim mode a HostClaim.
+func hasHost(obj client.Object) bool {
+	annotations := obj.GetAnnotations()
+	return annotations[infrav1.HostAnnotation] != "" || annotations[infrav1.HostClaimAnnotation] != ""
 }

@@ -197,6 +197,7 @@ func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Schem
 type workloadCluster struct {
 	namespace, name string
 	identityRef     *infrav1.IdentityRef
+	hostMode        infrav1.HostMode
 	// noCloudProvider leaves cloudProviderEnabled unset: the provider sets
 	// the Nodes' providerID, as upstream CAPM3 does by default.
 	noCloudProvider bool
@@ -232,6 +233,7 @@ func (w workloadCluster) create(t *testing.T, c client.Client) {
 		},
 		Spec: infrav1.Metal3ClusterSpec{
 			ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.168.111.249", Port: 6443}, IdentityRef: w.identityRef,
+			HostMode: w.hostMode,
 			// Most tests have no workload cluster: a cloud provider stands
 			// for whoever gives Nodes their providerID. Tests about Nodes
 			// unset it.

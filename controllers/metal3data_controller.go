@@ -114,7 +114,7 @@ func (r *Metal3DataReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Ma
 // metal3MachineToData maps a Metal3Machine to the Metal3Data of its claim,
 // which is named after the machine.
 func (r *Metal3DataReconciler) metal3MachineToData(ctx context.Context, obj client.Object) []ctrl.Request {
-	if obj.GetAnnotations()[infrav1.HostAnnotation] == "" {
+	if !hasHost(obj) {
 		return nil
 	}
 	datas := &infrav1.Metal3DataList{}
@@ -230,7 +230,7 @@ func (r *Metal3DataReconciler) render(ctx context.Context, data *infrav1.Metal3D
 	if err := identity.RecordOn(data, dm.id, dm.m3m.Name); err != nil {
 		return ctrl.Result{}, err
 	}
-	binding := hostbinding.ForBareMetalHosts(hostbinding.Options{Client: r.Client, Access: access, Machine: dm.machine, M3Machine: dm.m3m})
+	binding := hostbinding.For(dm.id.Mode, hostbinding.Options{Client: r.Client, Access: access, Machine: dm.machine, M3Machine: dm.m3m})
 	host, err := binding.Host(ctx)
 	switch {
 	case err != nil && !errors.Is(err, hostbinding.ErrHostNotFound):

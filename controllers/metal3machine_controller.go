@@ -72,6 +72,8 @@ type Metal3MachineReconciler struct {
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3machines,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3machines/status;metal3machines/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=hostclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=metal3.io,resources=hardwaredata,verbs=get;list;watch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3machinetemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinedeployments,verbs=get;list;watch
@@ -147,7 +149,7 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	if identityErr == nil {
 		// Host events of this identity reach their machines from now on.
-		if err := r.Identities.Watch(ctx, id.Key, r.hostWatcher(id.Key)); err != nil {
+		if err := r.Identities.Watch(ctx, id.Key, r.hostWatcher(id)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -160,7 +162,7 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		InFlight: &r.claimsInFlight,
 	}
 	if access != nil {
-		scope.binding = hostbinding.ForBareMetalHosts(bindingOptions)
+		scope.binding = hostbinding.For(id.Mode, bindingOptions)
 	}
 
 	if annotations.IsPaused(cluster, m3m) {
@@ -224,7 +226,7 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 	bindingOptions.FastTrack = r.FastTrack
-	scope.binding = hostbinding.ForBareMetalHosts(bindingOptions)
+	scope.binding = hostbinding.For(id.Mode, bindingOptions)
 	if !m3m.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, scope)
 	}

@@ -20,6 +20,7 @@ import (
 	"context"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -39,22 +40,28 @@ import (
 // its identity's Secret, and its host, through the watch the identity
 // cache runs on the hosts' cluster for each identity.
 
-// hostWatcher is the Metal3Machine controller's watch on the hosts of key.
-// The identity cache starts it once per connection of the identity, on the
-// cluster where the hosts are; the in-cluster identity's runs on the
-// manager's cache.
-func (r *Metal3MachineReconciler) hostWatcher(key identity.Key) hostaccess.Watcher {
+// hostWatcher is the Metal3Machine controller's watch on the hosts of id:
+// its BareMetalHosts, or in HostClaim mode its HostClaims. The identity
+// cache starts it once per connection of the identity, on the cluster
+// where the hosts are; the in-cluster identity's runs on the manager's
+// cache.
+func (r *Metal3MachineReconciler) hostWatcher(id identity.Identity) hostaccess.Watcher {
+	name, kind := "metal3machine-hosts", client.Object(&bmov1alpha1.BareMetalHost{})
+	if id.UsesHostClaims() {
+		name, kind = "metal3machine-hostclaims", &bmov1alpha1.HostClaim{}
+	}
 	return hostaccess.NewWatcher(hostaccess.WatcherOptions{
-		Name:         "metal3machine-hosts",
+		Name:         name,
 		Watcher:      r.controller,
-		Kind:         &bmov1alpha1.BareMetalHost{},
-		EventHandler: handler.EnqueueRequestsFromMapFunc(r.hostToMetal3Machine(key)),
+		Kind:         kind,
+		EventHandler: handler.EnqueueRequestsFromMapFunc(r.hostToMetal3Machine(id.Key)),
 	})
 }
 
-// hostToMetal3Machine maps a host seen through key to the Metal3Machine its
-// consumerRef names, but only if that machine records using key: a host
-// never wakes another tenant's machine, even one with the same name.
+// hostToMetal3Machine maps a host (or HostClaim) seen through key to the
+// Metal3Machine its consumerRef names, but only if that machine records
+// using key: a host never wakes another tenant's machine, even one with
+// the same name.
 func (r *Metal3MachineReconciler) hostToMetal3Machine(key identity.Key) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []ctrl.Request {
 		m3m := hostConsumer(ctx, r.Client, key, obj)
@@ -66,21 +73,25 @@ func (r *Metal3MachineReconciler) hostToMetal3Machine(key identity.Key) handler.
 }
 
 // hostConsumer is the Metal3Machine obj's consumerRef names, if obj is a
-// host seen through key and that machine records using key: how every
-// controller's host watch keeps a host from waking another tenant's
-// objects, even ones with the same names.
+// host (or HostClaim) seen through key and that machine records using key:
+// how every controller's host watch keeps a host from waking another
+// tenant's objects, even ones with the same names.
 func hostConsumer(ctx context.Context, c client.Reader, key identity.Key, obj client.Object) *infrav1.Metal3Machine {
-	host, ok := obj.(*bmov1alpha1.BareMetalHost)
-	if !ok {
+	var ref *corev1.ObjectReference
+	switch host := obj.(type) {
+	case *bmov1alpha1.BareMetalHost:
+		ref = host.Spec.ConsumerRef
+	case *bmov1alpha1.HostClaim:
+		ref = host.Spec.ConsumerRef
+	default:
 		return nil
 	}
-	ref := host.Spec.ConsumerRef
 	if ref == nil || ref.Kind != "Metal3Machine" || ref.Name == "" {
 		return nil
 	}
 	name := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 	if name.Namespace == "" {
-		name.Namespace = host.Namespace
+		name.Namespace = obj.GetNamespace()
 	}
 	m3m := &infrav1.Metal3Machine{}
 	if err := c.Get(ctx, name, m3m); err != nil {

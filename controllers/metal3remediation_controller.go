@@ -224,7 +224,7 @@ func (r *Metal3RemediationReconciler) findHost(ctx context.Context, m3r *infrav1
 		return s, retry, nil
 	}
 	// Host events of this identity reach their remediations from now on.
-	if err := r.Identities.Watch(ctx, id.Key, r.hostWatcher(id.Key)); err != nil {
+	if err := r.Identities.Watch(ctx, id.Key, r.hostWatcher(id)); err != nil {
 		return nil, ctrl.Result{}, err
 	}
 	host, err := remediation.FindHost(ctx, access, m3m)
@@ -271,14 +271,19 @@ func (r *Metal3RemediationReconciler) workloadClient(cluster client.ObjectKey) r
 	}
 }
 
-// hostWatcher is the controller's watch on the hosts of key, which the
-// identity cache runs on the cluster where they are.
-func (r *Metal3RemediationReconciler) hostWatcher(key identity.Key) hostaccess.Watcher {
+// hostWatcher is the controller's watch on the hosts of id (its
+// BareMetalHosts, or in HostClaim mode its HostClaims), which the identity
+// cache runs on the cluster where they are.
+func (r *Metal3RemediationReconciler) hostWatcher(id identity.Identity) hostaccess.Watcher {
+	name, kind := "metal3remediation-hosts", client.Object(&bmov1alpha1.BareMetalHost{})
+	if id.UsesHostClaims() {
+		name, kind = "metal3remediation-hostclaims", &bmov1alpha1.HostClaim{}
+	}
 	return hostaccess.NewWatcher(hostaccess.WatcherOptions{
-		Name:         "metal3remediation-hosts",
+		Name:         name,
 		Watcher:      r.controller,
-		Kind:         &bmov1alpha1.BareMetalHost{},
-		EventHandler: handler.EnqueueRequestsFromMapFunc(r.hostToRemediation(key)),
+		Kind:         kind,
+		EventHandler: handler.EnqueueRequestsFromMapFunc(r.hostToRemediation(id.Key)),
 	})
 }
 

@@ -34,6 +34,24 @@ type IdentityRef struct {
 	Context string `json:"context,omitempty"`
 }
 
+// HostMode says how a machine gets its host.
+// +kubebuilder:validation:Enum=BareMetalHost;HostClaim
+type HostMode string
+
+const (
+	// HostModeBareMetalHost: the provider chooses a BareMetalHost and
+	// claims it itself, through the machine's identity, which therefore
+	// reads and writes the hosts (and their namespace's Secrets). The
+	// default, as upstream.
+	HostModeBareMetalHost HostMode = "BareMetalHost"
+	// HostModeHostClaim: the provider creates a HostClaim (metal3.io) in the
+	// identity's namespace, with its Secrets beside it, and a binder run by
+	// the pool's admin binds it to a host. The identity needs rights on
+	// HostClaims, HardwareData and Secrets of its own namespace only, and
+	// never sees a BareMetalHost or a BMC credential.
+	HostModeHostClaim HostMode = "HostClaim"
+)
+
 // IdentitySource says where the credentials in use come from.
 // +kubebuilder:validation:Enum=InCluster;Secret
 type IdentitySource string

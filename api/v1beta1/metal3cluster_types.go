@@ -58,6 +58,14 @@ type Metal3ClusterSpec struct {
 	// Metal3Machine may override it with its own identityRef.
 	// +optional
 	IdentityRef *IdentityRef `json:"identityRef,omitempty"`
+
+	// hostMode says how the cluster's machines get their hosts:
+	// "BareMetalHost" (the default) claims BareMetalHosts directly;
+	// "HostClaim" asks for each host with a HostClaim that the pool's
+	// binder fulfils, so the identity never sees a BareMetalHost or a BMC
+	// credential. A Metal3Machine may override it with its own hostMode.
+	// +optional
+	HostMode HostMode `json:"hostMode,omitempty"`
 }
 
 // APIEndpoint is a reachable Kubernetes API endpoint.

@@ -31,6 +31,12 @@ const (
 	// HostAnnotation records the associated BareMetalHost as
 	// "<namespace>/<name>", as upstream CAPM3 does.
 	HostAnnotation = "metal3.io/BareMetalHost"
+
+	// HostClaimAnnotation records, in HostClaim mode, the machine's
+	// HostClaim in the pool as "<namespace>/<name>". A machine carrying it
+	// stays in HostClaim mode whatever its cluster says later, as one with
+	// HostAnnotation stays with its BareMetalHost.
+	HostClaimAnnotation = "infrastructure.cluster.x-k8s.io/host-claim"
 )
 
 // Metal3MachineSpec is the desired state of one machine's bare metal host.
@@ -87,6 +93,11 @@ type Metal3MachineSpec struct {
 	// host it cannot change, so the host is never lost track of.
 	// +optional
 	IdentityRef *IdentityRef `json:"identityRef,omitempty"`
+
+	// hostMode overrides the Metal3Cluster's hostMode for this machine.
+	// Once the machine has a host (or a HostClaim) it cannot change.
+	// +optional
+	HostMode HostMode `json:"hostMode,omitempty"`
 }
 
 // Image is an operating system image written to a host's disk.

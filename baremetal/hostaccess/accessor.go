@@ -38,15 +38,41 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
-// requiredAccess is what the provider does with hosts and their Secrets in
-// the hosts' namespace. An identity lacking any of it is reported Forbidden
-// before anything is provisioned, rather than failing half-way through.
-var requiredAccess = []struct {
+// accessNeed is one resource the provider acts on in the hosts' namespace.
+type accessNeed struct {
 	group, resource string
 	verbs           []string
-}{
-	{group: bmov1alpha1.GroupVersion.Group, resource: "baremetalhosts", verbs: []string{"get", "list", "watch", "update", "patch"}},
-	{group: "", resource: "secrets", verbs: []string{"get", "create", "update", "delete"}},
+}
+
+// requiredAccess is what the provider does in the hosts' namespace, in each
+// host mode. An identity lacking any of it is reported Forbidden before
+// anything is provisioned, rather than failing half-way through. In
+// HostClaim mode nothing of BareMetalHosts is needed: that is the point.
+var requiredAccess = map[infrav1.HostMode][]accessNeed{
+	infrav1.HostModeBareMetalHost: {
+		{group: bmov1alpha1.GroupVersion.Group, resource: "baremetalhosts", verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{group: "", resource: "secrets", verbs: []string{"get", "create", "update", "delete"}},
+	},
+	infrav1.HostModeHostClaim: {
+		{group: bmov1alpha1.GroupVersion.Group, resource: "hostclaims", verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{group: bmov1alpha1.GroupVersion.Group, resource: "hardwaredata", verbs: []string{"get", "list", "watch"}},
+		{group: "", resource: "secrets", verbs: []string{"get", "create", "update", "delete"}},
+	},
+}
+
+// cachedKinds are the kinds each host mode reads through the cache: their
+// informers start when an identity is first used in that mode.
+var cachedKinds = map[infrav1.HostMode][]client.Object{
+	infrav1.HostModeBareMetalHost: {&bmov1alpha1.BareMetalHost{}},
+	infrav1.HostModeHostClaim:     {&bmov1alpha1.HostClaim{}, &bmov1alpha1.HardwareData{}},
+}
+
+// normalMode is mode, with the default spelled out.
+func normalMode(mode infrav1.HostMode) infrav1.HostMode {
+	if mode == "" {
+		return infrav1.HostModeBareMetalHost
+	}
+	return mode
 }
 
 // accessor is one connected identity: its clients, its namespace-scoped
@@ -68,6 +94,13 @@ type accessor struct {
 	watchesMu sync.Mutex
 	watches   map[string]bool
 
+	// modes are the host modes the accessor is ready for (prepare), and
+	// the last refusal of each other mode, retried after its time.
+	modesMu   sync.Mutex
+	modes     map[infrav1.HostMode]bool
+	modeFails map[infrav1.HostMode]modeFailure
+	direct    client.Client
+
 	cancel context.CancelFunc
 	// running counts the accessor's goroutines; stop waits for all of them.
 	running  sync.WaitGroup
@@ -75,14 +108,75 @@ type accessor struct {
 }
 
 func (a *accessor) hostAccess() HostAccess {
-	return &hostAccess{key: a.key, namespace: a.namespace, client: a.client, reader: a.reader}
+	return &hostAccess{key: a.key, namespace: a.namespace, client: a.client, reader: a.reader, accessor: a}
+}
+
+// modeFailure is why an accessor could not be made ready for a mode, and
+// until when that answer stands.
+type modeFailure struct {
+	err   error
+	until time.Time
+}
+
+// prepare makes the accessor ready for mode, once: the identity must be
+// allowed what the mode needs, and the mode's kinds must be listed into the
+// cache, within the connect timeout. A refusal stands for MinBackoff, so a
+// busy controller does not ask the server again at every reconcile.
+func (a *accessor) prepare(ctx context.Context, mode infrav1.HostMode) error {
+	mode = normalMode(mode)
+	a.modesMu.Lock()
+	defer a.modesMu.Unlock()
+	if a.modes[mode] {
+		return nil
+	}
+	if failed, ok := a.modeFails[mode]; ok && time.Now().Before(failed.until) {
+		return failed.err
+	}
+	err := a.prepareLocked(ctx, mode)
+	if err != nil {
+		a.modeFails[mode] = modeFailure{err: err, until: time.Now().Add(a.owner.opts.MinBackoff)}
+		return err
+	}
+	delete(a.modeFails, mode)
+	a.modes[mode] = true
+	return nil
+}
+
+func (a *accessor) prepareLocked(ctx context.Context, mode infrav1.HostMode) error {
+	ctx, cancel := context.WithTimeout(ctx, a.owner.opts.ConnectTimeout)
+	defer cancel()
+	if err := checkAccess(ctx, a.key, a.server, a.direct, a.namespace, mode); err != nil {
+		return err
+	}
+	for _, kind := range cachedKinds[mode] {
+		if _, err := a.cache.GetInformer(ctx, kind); err != nil && ctx.Err() == nil {
+			return classify(a.key, a.server.display, err)
+		}
+	}
+	// The cache may not have started yet, in which case GetInformer did
+	// not wait for the listing.
+	if ctx.Err() != nil || !a.cache.WaitForCacheSync(ctx) {
+		return identity.NewError(a.key, infrav1.IdentityUnreachableReason, false, nil,
+			"%s in namespace %s of %s could not be listed within %s",
+			modeKinds(mode), a.namespace, a.server.display, a.owner.opts.ConnectTimeout)
+	}
+	return nil
+}
+
+// modeKinds names, for messages, what mode lists.
+func modeKinds(mode infrav1.HostMode) string {
+	if mode == infrav1.HostModeHostClaim {
+		return "HostClaims and HardwareData"
+	}
+	return "BareMetalHosts"
 }
 
 // connect builds and starts an accessor, or says why the identity cannot be
 // used: the server must pass the discovery handshake, grant every permission
-// the provider needs, and list the hosts, all within the connect timeout.
+// the provider needs in mode, and list what mode reads (the hosts, or the
+// HostClaims), all within the connect timeout.
 // Every connection it makes is judged by the server policy when dialled.
-func connect(parent context.Context, owner *IdentityCache, key identity.Key, base *rest.Config, namespace string) (*accessor, error) {
+func connect(parent context.Context, owner *IdentityCache, key identity.Key, base *rest.Config, namespace string, mode infrav1.HostMode) (*accessor, error) {
 	opts := owner.opts
 	srv, err := parseServer(base.Host)
 	if err != nil {
@@ -120,10 +214,6 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 	if err != nil {
 		return nil, classify(key, srv.display, err)
 	}
-	if err := checkAccess(connectCtx, key, srv, direct, namespace); err != nil {
-		return nil, err
-	}
-
 	hostCache, err := cache.New(cfg, cache.Options{
 		HTTPClient:        httpClient.Client,
 		Scheme:            opts.Scheme,
@@ -148,19 +238,16 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 
 	ctx, cancel := context.WithCancel(parent)
 	acc := &accessor{
-		key: key, namespace: namespace, server: srv, client: cached, reader: direct, cache: hostCache,
+		key: key, namespace: namespace, server: srv, client: cached, reader: direct, direct: direct, cache: hostCache,
 		http: httpClient.Client, transport: httpClient.transport, owner: owner, watches: map[string]bool{}, cancel: cancel,
-	}
-	// The hosts are read through the cache: their informer starts with it.
-	if _, err := hostCache.GetInformer(ctx, &bmov1alpha1.BareMetalHost{}); err != nil {
-		cancel()
-		return nil, classify(key, srv.display, err)
+		modes: map[infrav1.HostMode]bool{}, modeFails: map[infrav1.HostMode]modeFailure{},
 	}
 	acc.running.Go(func() { _ = hostCache.Start(ctx) })
-	if !hostCache.WaitForCacheSync(connectCtx) {
+	// The first user's mode is made ready now: an identity that cannot
+	// serve it does not count as connected.
+	if err := acc.prepare(connectCtx, mode); err != nil {
 		acc.stop()
-		return nil, identity.NewError(key, infrav1.IdentityUnreachableReason, false, nil,
-			"BareMetalHosts in namespace %s of %s could not be listed within %s", namespace, srv.display, opts.ConnectTimeout)
+		return nil, err
 	}
 	acc.running.Go(func() { acc.probeLoop(ctx) })
 	connected = true
@@ -299,9 +386,9 @@ func (a *accessor) probeOnce(ctx context.Context, timeout time.Duration) error {
 
 // checkAccess asks the API server, one SelfSubjectAccessReview per verb,
 // whether the identity may do what the provider needs in namespace.
-func checkAccess(ctx context.Context, key identity.Key, srv server, c client.Client, namespace string) error {
+func checkAccess(ctx context.Context, key identity.Key, srv server, c client.Client, namespace string, mode infrav1.HostMode) error {
 	var missing []string
-	for _, need := range requiredAccess {
+	for _, need := range requiredAccess[mode] {
 		for _, verb := range need.verbs {
 			review := &authorizationv1.SelfSubjectAccessReview{
 				Spec: authorizationv1.SelfSubjectAccessReviewSpec{
@@ -324,7 +411,7 @@ func checkAccess(ctx context.Context, key identity.Key, srv server, c client.Cli
 	}
 	if len(missing) > 0 {
 		return identity.NewError(key, infrav1.IdentityForbiddenReason, false, nil,
-			"not allowed to %s in namespace %s", strings.Join(missing, ", "), namespace)
+			"not allowed to %s in namespace %s (needed in %s mode)", strings.Join(missing, ", "), namespace, mode)
 	}
 	return nil
 }

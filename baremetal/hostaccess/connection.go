@@ -119,7 +119,18 @@ func (c *IdentityCache) HostAccess(ctx context.Context, id identity.Identity) (H
 	if id.Key.IsInCluster() {
 		return &hostAccess{key: id.Key, namespace: id.ObjectNamespace, client: c.opts.InClusterClient, reader: c.opts.InClusterReader}, nil
 	}
-	return c.remoteAccess(ctx, id)
+	access, err := c.remoteAccess(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	// An identity connected for one host mode and now used in the other
+	// is checked, and its cache filled, for that one too.
+	if acc := access.(*hostAccess).accessor; acc != nil {
+		if err := acc.prepare(ctx, id.Mode); err != nil {
+			return nil, err
+		}
+	}
+	return access, nil
 }
 
 // ConnectedKeys lists the identities with a running accessor.
@@ -212,7 +223,7 @@ func (c *IdentityCache) remoteAccess(ctx context.Context, id identity.Identity) 
 		return nil, errors.New("identity cache is not started")
 	}
 
-	acc, err := connect(parent, c, key, parsed.restConfig, namespace)
+	acc, err := connect(parent, c, key, parsed.restConfig, namespace, normalMode(id.Mode))
 	if err != nil {
 		c.recordFailure(key, secret.ResourceVersion, parsed.hash, err, true)
 		return nil, err

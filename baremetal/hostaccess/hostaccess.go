@@ -44,6 +44,8 @@ type hostAccess struct {
 	namespace string
 	client    client.Client
 	reader    client.Reader
+	// accessor serves a remote identity; nil in-cluster.
+	accessor *accessor
 }
 
 func (h *hostAccess) Key() identity.Key     { return h.key }

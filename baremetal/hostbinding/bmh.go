@@ -230,7 +230,7 @@ func (m *bmhBinding) claim(ctx context.Context, candidate *bmov1alpha1.BareMetal
 	// A machine with a dataTemplate only takes the host here; it is given
 	// what to provision once its data is rendered (see Provision).
 	if !UsesDataTemplate(m.M3Machine) {
-		refs, err := m.writeHostSecrets(ctx, host)
+		refs, err := m.writeHostSecrets(ctx, hostView(host))
 		if err != nil {
 			return nil, err
 		}

@@ -35,7 +35,7 @@ import (
 // resourceVersion.
 func (m *bmhBinding) Provision(ctx context.Context, view *Host, rendered RenderedSecrets) error {
 	host := view.BareMetalHost
-	refs, err := m.writeHostSecrets(ctx, host)
+	refs, err := m.writeHostSecrets(ctx, view)
 	if err != nil {
 		return err
 	}
@@ -63,13 +63,13 @@ type hostSecrets struct {
 
 // writeHostSecrets copies user data (the machine's own, else the bootstrap
 // provider's) and any plain metadata/network data Secrets next to host.
-func (m *bmhBinding) writeHostSecrets(ctx context.Context, host *bmov1alpha1.BareMetalHost) (hostSecrets, error) {
+func (m *bmhBinding) writeHostSecrets(ctx context.Context, host *Host) (hostSecrets, error) {
 	var refs hostSecrets
 	userData, err := m.userData(ctx)
 	if err != nil {
 		return refs, err
 	}
-	if refs.userData, err = WriteNewSecret(ctx, m.Access, hostView(host), m.M3Machine, "Metal3Machine", UserDataPurpose, userData); err != nil {
+	if refs.userData, err = WriteNewSecret(ctx, m.Access, host, m.M3Machine, "Metal3Machine", UserDataPurpose, userData); err != nil {
 		return refs, err
 	}
 	for _, s := range []struct {
@@ -87,7 +87,7 @@ func (m *bmhBinding) writeHostSecrets(ctx context.Context, host *bmov1alpha1.Bar
 		if err != nil {
 			return refs, err
 		}
-		if *s.out, err = WriteNewSecret(ctx, m.Access, hostView(host), m.M3Machine, "Metal3Machine", s.purpose, data); err != nil {
+		if *s.out, err = WriteNewSecret(ctx, m.Access, host, m.M3Machine, "Metal3Machine", s.purpose, data); err != nil {
 			return refs, err
 		}
 	}
@@ -124,11 +124,7 @@ func (m *bmhBinding) localSecretData(ctx context.Context, name string) (map[stri
 func (m *bmhBinding) setProvisioningSpec(host *bmov1alpha1.BareMetalHost, refs hostSecrets) {
 	spec := m.M3Machine.Spec
 	host.Spec.Online = true
-	if !spec.Image.IsZero() {
-		image := &bmov1alpha1.Image{URL: spec.Image.URL, Checksum: spec.Image.Checksum, DiskFormat: spec.Image.DiskFormat}
-		if spec.Image.ChecksumType != nil {
-			image.ChecksumType = bmov1alpha1.ChecksumType(*spec.Image.ChecksumType)
-		}
+	if image := m.image(); image != nil {
 		host.Spec.Image = image
 	}
 	if spec.CustomDeploy != nil {
@@ -144,6 +140,20 @@ func (m *bmhBinding) setProvisioningSpec(host *bmov1alpha1.BareMetalHost, refs h
 	if spec.AutomatedCleaningMode != nil {
 		host.Spec.AutomatedCleaningMode = bmov1alpha1.AutomatedCleaningMode(*spec.AutomatedCleaningMode)
 	}
+}
+
+// image is the machine's image as the Bare Metal Operator reads it; nil
+// for a machine that provisions with a custom deploy only.
+func (m *bmhBinding) image() *bmov1alpha1.Image {
+	spec := m.M3Machine.Spec
+	if spec.Image.IsZero() {
+		return nil
+	}
+	image := &bmov1alpha1.Image{URL: spec.Image.URL, Checksum: spec.Image.Checksum, DiskFormat: spec.Image.DiskFormat}
+	if spec.Image.ChecksumType != nil {
+		image.ChecksumType = bmov1alpha1.ChecksumType(*spec.Image.ChecksumType)
+	}
+	return image
 }
 
 // deleteHostSecrets removes every Secret this machine may have written in

@@ -65,45 +65,75 @@ func (k Key) String() string {
 type Identity struct {
 	Key             Key
 	ObjectNamespace string
+	// Mode is how the object's hosts are had through the identity; it is
+	// not part of the key: one set of credentials is one connection, in
+	// whichever modes it is used.
+	Mode infrav1.HostMode
 }
 
 // fromRef turns an identityRef of an object in namespace into an
 // Identity; a nil ref is the in-cluster identity.
-func fromRef(ref *infrav1.IdentityRef, namespace string) Identity {
-	if ref == nil {
-		return Identity{ObjectNamespace: namespace}
+func fromRef(ref *infrav1.IdentityRef, namespace string, mode infrav1.HostMode) Identity {
+	id := Identity{ObjectNamespace: namespace, Mode: mode}
+	if mode == "" {
+		id.Mode = infrav1.HostModeBareMetalHost
 	}
-	return Identity{
-		Key:             Key{SecretNamespace: namespace, SecretName: ref.Name, Context: ref.Context},
-		ObjectNamespace: namespace,
+	if ref != nil {
+		id.Key = Key{SecretNamespace: namespace, SecretName: ref.Name, Context: ref.Context}
 	}
+	return id
 }
 
+// UsesHostClaims reports whether the identity's hosts are had through
+// HostClaims.
+func (id Identity) UsesHostClaims() bool { return id.Mode == infrav1.HostModeHostClaim }
+
 // OfCluster resolves a Metal3Cluster's identity: its own identityRef,
-// else in-cluster.
+// else in-cluster, in the cluster's host mode.
 func OfCluster(cluster *infrav1.Metal3Cluster) Identity {
-	return fromRef(cluster.Spec.IdentityRef, cluster.Namespace)
+	return fromRef(cluster.Spec.IdentityRef, cluster.Namespace, cluster.Spec.HostMode)
+}
+
+// machineMode is a machine's host mode: the one it has a host through,
+// whatever the specs say now; else its own hostMode, else its cluster's.
+func machineMode(machine *infrav1.Metal3Machine, cluster *infrav1.Metal3Cluster) infrav1.HostMode {
+	switch {
+	case machine.Annotations[infrav1.HostClaimAnnotation] != "":
+		return infrav1.HostModeHostClaim
+	case machine.Annotations[infrav1.HostAnnotation] != "":
+		return infrav1.HostModeBareMetalHost
+	case machine.Spec.HostMode != "":
+		return machine.Spec.HostMode
+	case cluster != nil:
+		return cluster.Spec.HostMode
+	}
+	return ""
 }
 
 // OfMachine resolves a Metal3Machine's identity: its own identityRef,
-// else the identityRef of its Metal3Cluster, else in-cluster. cluster is nil
+// else the identityRef of its Metal3Cluster, else in-cluster; and its host
+// mode (machineMode). cluster is nil
 // when the machine's Cluster has no Metal3Cluster (externally managed
 // infrastructure, or another kind), which leaves the machine's own
 // identityRef or in-cluster.
 func OfMachine(machine *infrav1.Metal3Machine, cluster *infrav1.Metal3Cluster) Identity {
+	mode := machineMode(machine, cluster)
 	if machine.Spec.IdentityRef != nil || cluster == nil {
-		return fromRef(machine.Spec.IdentityRef, machine.Namespace)
+		return fromRef(machine.Spec.IdentityRef, machine.Namespace, mode)
 	}
 	// The Secret is looked up in the cluster's namespace, which is the
 	// machine's: CAPI keeps a cluster's objects in one namespace.
-	return fromRef(cluster.Spec.IdentityRef, machine.Namespace)
+	return fromRef(cluster.Spec.IdentityRef, machine.Namespace, mode)
 }
 
 // ResolveMachine finds the Metal3Cluster of machine (through its
 // Cluster's infrastructureRef) and resolves the machine's identity. A machine
 // with its own identityRef needs no cluster lookup.
 func ResolveMachine(ctx context.Context, c client.Reader, machine *infrav1.Metal3Machine) (Identity, error) {
-	if machine.Spec.IdentityRef != nil {
+	// A machine with its own identityRef needs no cluster lookup, unless
+	// its host mode is its cluster's to say.
+	if machine.Spec.IdentityRef != nil && (machine.Spec.HostMode != "" || hasHost(machine) ||
+		machine.Labels[clusterv1.ClusterNameLabel] == "") {
 		return OfMachine(machine, nil), nil
 	}
 	clusterName := machine.Labels[clusterv1.ClusterNameLabel]
@@ -125,4 +155,10 @@ func ResolveMachine(ctx context.Context, c client.Reader, machine *infrav1.Metal
 		return Identity{}, fmt.Errorf("get Metal3Cluster %s/%s of Metal3Machine %s: %w", machine.Namespace, ref.Name, machine.Name, err)
 	}
 	return OfMachine(machine, m3c), nil
+}
+
+// hasHost reports whether machine records a host or a HostClaim, which
+// fixes its host mode.
+func hasHost(machine *infrav1.Metal3Machine) bool {
+	return machine.Annotations[infrav1.HostAnnotation] != "" || machine.Annotations[infrav1.HostClaimAnnotation] != ""
 }

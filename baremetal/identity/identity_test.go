@@ -105,3 +105,35 @@ func TestResolveMachineIdentity(t *testing.T) {
 		})
 	}
 }
+
+func TestMachineHostMode(t *testing.T) {
+	claimCluster := &infrav1.Metal3Cluster{Spec: infrav1.Metal3ClusterSpec{HostMode: infrav1.HostModeHostClaim}}
+	plainCluster := &infrav1.Metal3Cluster{}
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		own         infrav1.HostMode
+		cluster     *infrav1.Metal3Cluster
+		want        infrav1.HostMode
+	}{
+		{name: "default is BareMetalHost", cluster: plainCluster, want: infrav1.HostModeBareMetalHost},
+		{name: "no cluster", want: infrav1.HostModeBareMetalHost},
+		{name: "the cluster's", cluster: claimCluster, want: infrav1.HostModeHostClaim},
+		{name: "the machine's own wins", own: infrav1.HostModeBareMetalHost, cluster: claimCluster, want: infrav1.HostModeBareMetalHost},
+		{name: "a recorded host pins BareMetalHost mode", cluster: claimCluster,
+			annotations: map[string]string{infrav1.HostAnnotation: "pool/host-0"}, want: infrav1.HostModeBareMetalHost},
+		{name: "a recorded claim pins HostClaim mode", own: infrav1.HostModeBareMetalHost,
+			annotations: map[string]string{infrav1.HostClaimAnnotation: "pool/worker-0-abc"}, want: infrav1.HostModeHostClaim},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &infrav1.Metal3Machine{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0", Annotations: tt.annotations},
+				Spec:       infrav1.Metal3MachineSpec{HostMode: tt.own},
+			}
+			if got := OfMachine(m, tt.cluster).Mode; got != tt.want {
+				t.Errorf("mode = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

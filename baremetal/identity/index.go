@@ -128,13 +128,20 @@ type Record struct {
 	Context         string `json:"context,omitempty"`
 	ObjectNamespace string `json:"objectNamespace"`
 	Metal3Machine   string `json:"metal3Machine"`
+	// HostClaims: the Secrets are next to a HostClaim.
+	HostClaims bool `json:"hostClaims,omitempty"`
 }
 
 // Identity is the recorded identity.
 func (r Record) Identity() Identity {
+	mode := infrav1.HostModeBareMetalHost
+	if r.HostClaims {
+		mode = infrav1.HostModeHostClaim
+	}
 	return Identity{
 		Key:             Key{SecretNamespace: r.SecretNamespace, SecretName: r.SecretName, Context: r.Context},
 		ObjectNamespace: r.ObjectNamespace,
+		Mode:            mode,
 	}
 }
 
@@ -143,7 +150,7 @@ func (r Record) Identity() Identity {
 func RecordOn(data *infrav1.Metal3Data, id Identity, machine string) error {
 	value, err := json.Marshal(Record{
 		SecretNamespace: id.Key.SecretNamespace, SecretName: id.Key.SecretName, Context: id.Key.Context,
-		ObjectNamespace: id.ObjectNamespace, Metal3Machine: machine,
+		ObjectNamespace: id.ObjectNamespace, Metal3Machine: machine, HostClaims: id.UsesHostClaims(),
 	})
 	if err != nil {
 		return err

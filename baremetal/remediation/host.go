@@ -47,6 +47,9 @@ func RebootAnnotation(m3m *infrav1.Metal3Machine) string {
 // host annotation names, which must still name m3m as its consumer. A
 // missing or foreign host is a *TargetError.
 func FindHost(ctx context.Context, access hostaccess.HostAccess, m3m *infrav1.Metal3Machine) (Host, error) {
+	if m3m.Annotations[infrav1.HostClaimAnnotation] != "" {
+		return findClaim(ctx, access, m3m)
+	}
 	ref := m3m.Annotations[infrav1.HostAnnotation]
 	if ref == "" {
 		return nil, &TargetError{Reason: infrav1.RemediationHostNotAssociatedReason,

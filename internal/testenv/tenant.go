@@ -116,6 +116,18 @@ func HostProviderRules() []Rule {
 	}
 }
 
+// HostClaimTenantRules is everything the provider needs in a tenant's pool
+// namespace in HostClaim mode, the Role docs/identity.md gives: its
+// HostClaims, their Secrets and the HardwareData copies the binder writes.
+// Nothing of BareMetalHosts, nothing in the hosts' namespace.
+func HostClaimTenantRules() []Rule {
+	return []Rule{
+		{Group: "metal3.io", Resource: "hostclaims", Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{Group: "metal3.io", Resource: "hardwaredata", Verbs: []string{"get", "list", "watch"}},
+		{Group: "", Resource: "secrets", Verbs: []string{"get", "create", "update", "delete"}},
+	}
+}
+
 // ServiceAccountKubeconfig creates the ServiceAccount name in namespace,
 // bound to a Role with rules, and returns a kubeconfig with a token for it
 // (TokenRequest, valid for expiry) and one context whose namespace is

@@ -109,9 +109,16 @@ func (*Metal3Machine) ValidateUpdate(_ context.Context, oldMachine, newMachine *
 	path := field.NewPath("spec")
 	errs := validateMetal3MachineSpec(&newMachine.Spec, newMachine.Namespace, path)
 	errs = append(errs, validateConsumerIDUnchanged(oldMachine.Annotations, newMachine.Annotations)...)
-	if host := oldMachine.Annotations[infrav1.HostAnnotation]; host != "" &&
-		!equality.Semantic.DeepEqual(oldMachine.Spec.IdentityRef, newMachine.Spec.IdentityRef) {
+	host := oldMachine.Annotations[infrav1.HostAnnotation]
+	if claim := oldMachine.Annotations[infrav1.HostClaimAnnotation]; host == "" && claim != "" {
+		host = "claim " + claim
+	}
+	if host != "" && !equality.Semantic.DeepEqual(oldMachine.Spec.IdentityRef, newMachine.Spec.IdentityRef) {
 		errs = append(errs, field.Forbidden(path.Child("identityRef"),
+			fmt.Sprintf("cannot change while the machine is associated with host %s", host)))
+	}
+	if host != "" && oldMachine.Spec.HostMode != newMachine.Spec.HostMode {
+		errs = append(errs, field.Forbidden(path.Child("hostMode"),
 			fmt.Sprintf("cannot change while the machine is associated with host %s", host)))
 	}
 	return nil, toAPIError(groupKind("Metal3Machine"), newMachine.Name, errs)

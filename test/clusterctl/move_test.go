@@ -80,7 +80,7 @@ func TestMoveWithRemotePool(t *testing.T) {
 		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, "tenant-a", "pool-east", poolNamespace)},
 	}
 	g.Expect(mgmt.Client.Create(ctx, id)).To(Succeed())
-	cluster := createCluster(t, mgmt.Client)
+	cluster := createCluster(t, mgmt.Client, infrav1.HostModeBareMetalHost)
 	template := &infrav1.Metal3MachineTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-workers", OwnerReferences: ownedBy(cluster)},
 		Spec:       infrav1.Metal3MachineTemplateSpec{Template: infrav1.Metal3MachineTemplateResource{Spec: machineSpec()}},
@@ -196,9 +196,10 @@ func machineSpec() infrav1.Metal3MachineSpec {
 	}
 }
 
-// createCluster creates the Cluster and its Metal3Cluster with the identity,
+// createCluster creates the Cluster and its Metal3Cluster with the identity
+// and host mode,
 // the Cluster's infrastructure reported provisioned as CAPI would.
-func createCluster(t *testing.T, c ctrlclient.Client) *clusterv1.Cluster {
+func createCluster(t *testing.T, c ctrlclient.Client, mode infrav1.HostMode) *clusterv1.Cluster {
 	t.Helper()
 	ctx := context.Background()
 	cluster := &clusterv1.Cluster{
@@ -224,6 +225,7 @@ func createCluster(t *testing.T, c ctrlclient.Client) *clusterv1.Cluster {
 		Spec: infrav1.Metal3ClusterSpec{
 			ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.168.111.249", Port: 6443},
 			IdentityRef:          &infrav1.IdentityRef{Name: clusterName + "-pool-identity"},
+			HostMode:             mode,
 			// No workload cluster here: a cloud provider stands for
 			// whoever would give Nodes their providerID.
 			CloudProviderEnabled: ptr.To(true),

@@ -1,0 +1,484 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hostbinding
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+)
+
+// For is the binding of mode: BareMetalHosts claimed directly, or
+// HostClaims fulfilled by the pool's binder.
+func For(mode infrav1.HostMode, opts Options) Binding {
+	if mode == infrav1.HostModeHostClaim {
+		return ForHostClaims(opts)
+	}
+	return ForBareMetalHosts(opts)
+}
+
+// ForHostClaims is the binding of HostClaim mode: the machine asks for a
+// host with a HostClaim in its identity's namespace, which the pool's
+// binder binds to a BareMetalHost. The provider never reads or writes a
+// host: what it knows of it comes from the claim's status and the copy of
+// the host's HardwareData beside the claim (package hostclaim), and what it
+// asks of it (image, Secrets, power, pause, reboots) it writes on the claim.
+func ForHostClaims(opts Options) Binding { return &claimBinding{bmhBinding{Options: opts}} }
+
+type claimBinding struct{ bmhBinding }
+
+var _ Binding = &claimBinding{}
+
+// claimName is the machine's HostClaim's name: the machine's, made unique
+// across the tenants and management clusters sharing the pool namespace by
+// its consumer ID, which also survives clusterctl move, so a moved machine
+// finds its claim again.
+func claimName(m3m *infrav1.Metal3Machine) string {
+	sum := sha256.Sum256([]byte(infrav1.ConsumerID(m3m)))
+	name := m3m.Name
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return name + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// claimView is what the binding tells of a bound claim. The host it shows
+// the rest of the provider (data templates, node lookup, addresses) is the
+// claim in the host's stead: its name, namespace and UID are the claim's,
+// which is all the tenant knows, and its labels, annotations and hardware
+// are the binder's copy of the host's.
+func claimView(claim *bmov1alpha1.HostClaim, hardware *bmov1alpha1.HardwareData) *Host {
+	state := bmov1alpha1.StateNone
+	if cond := meta.FindStatusCondition(claim.Status.Conditions, hostclaim.ProvisionedCondition); cond != nil {
+		if s, ok := hostclaim.StateFromReason(cond.Reason); ok {
+			state = s
+		}
+	}
+	host := &bmov1alpha1.BareMetalHost{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID,
+			Labels: hardware.Labels, Annotations: hardware.Annotations,
+		},
+		Spec: bmov1alpha1.BareMetalHostSpec{
+			ConsumerRef: claim.Spec.ConsumerRef, Online: claim.Spec.PoweredOn, Image: claim.Spec.Image,
+			CustomDeploy: claim.Spec.CustomDeploy, UserData: claim.Spec.UserData, MetaData: claim.Spec.MetaData,
+			NetworkData: claim.Spec.NetworkData,
+		},
+		Status: bmov1alpha1.BareMetalHostStatus{
+			HardwareDetails: hardware.Spec.HardwareDetails, PoweredOn: claim.Status.PoweredOn,
+			Provisioning: bmov1alpha1.ProvisionStatus{State: state},
+		},
+	}
+	view := &Host{
+		Owner: metav1.OwnerReference{
+			APIVersion: bmov1alpha1.GroupVersion.String(), Kind: "HostClaim", Name: claim.Name, UID: claim.UID,
+		},
+		NamespacedName:      types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name},
+		UID:                 claim.UID,
+		State:               state,
+		ProvisioningStarted: claim.Spec.Image != nil || claim.Spec.CustomDeploy != nil,
+		BareMetalHost:       host,
+	}
+	if cond := meta.FindStatusCondition(claim.Status.Conditions, hostclaim.HealthyCondition); cond != nil && cond.Status == metav1.ConditionFalse {
+		view.ErrorMessage = cond.Message
+		if view.ErrorMessage == "" {
+			view.ErrorMessage = "the host reports " + cond.Reason
+		}
+	}
+	return view
+}
+
+func (m *claimBinding) claimEvent(ctx context.Context, claim *bmov1alpha1.HostClaim, reason, note string, args ...any) {
+	ctrl.LoggerFrom(ctx).Info(fmt.Sprintf(note, args...), "metal3Machine", klog.KObj(m.M3Machine),
+		"hostClaim", klog.KObj(claim), "reason", reason)
+	if m.Recorder != nil {
+		m.Recorder.Eventf(m.M3Machine, nil, corev1.EventTypeNormal, reason, "BindHost", note, args...)
+	}
+}
+
+// recordedClaim is the claim the machine's annotation names: nil if none,
+// ErrHostNotFound if it is gone or someone else's.
+func (m *claimBinding) recordedClaim(ctx context.Context) (*bmov1alpha1.HostClaim, error) {
+	ref := m.M3Machine.Annotations[infrav1.HostClaimAnnotation]
+	if ref == "" {
+		return nil, nil
+	}
+	namespace, name, ok := strings.Cut(ref, "/")
+	if !ok {
+		return nil, fmt.Errorf("%w: annotation %s=%q is not namespace/name", ErrHostNotFound, infrav1.HostClaimAnnotation, ref)
+	}
+	claim := &bmov1alpha1.HostClaim{}
+	if err := m.Access.Client().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: HostClaim %s in the cluster of %s", ErrHostNotFound, ref, m.Access.Key())
+		}
+		return nil, fmt.Errorf("get HostClaim %s: %w", ref, err)
+	}
+	if !m.owns(claim) {
+		return nil, fmt.Errorf("%w: HostClaim %s belongs to %s", ErrHostNotFound, ref, claimConsumer(claim))
+	}
+	return claim, nil
+}
+
+// owns reports whether claim was made for this machine.
+func (m *claimBinding) owns(claim *bmov1alpha1.HostClaim) bool {
+	ref := claim.Spec.ConsumerRef
+	return ref != nil && ref.Kind == "Metal3Machine" && ref.Name == m.M3Machine.Name &&
+		ref.Namespace == m.M3Machine.Namespace && ref.UID == infrav1.ConsumerID(m.M3Machine)
+}
+
+func claimConsumer(claim *bmov1alpha1.HostClaim) string {
+	if ref := claim.Spec.ConsumerRef; ref != nil {
+		return fmt.Sprintf("%s %s/%s", ref.Kind, ref.Namespace, ref.Name)
+	}
+	return "nobody"
+}
+
+// boundView is the view of claim once the binder has bound it and written
+// the host's HardwareData beside it; nil before, and ErrHostNotFound once
+// the binder reports the host gone.
+func (m *claimBinding) boundView(ctx context.Context, claim *bmov1alpha1.HostClaim) (*Host, string, error) {
+	associated := meta.FindStatusCondition(claim.Status.Conditions, bmov1alpha1.AssociatedCondition)
+	switch {
+	case associated == nil:
+		return nil, "the pool's binder has not seen it yet", nil
+	case associated.Status != metav1.ConditionTrue && associated.Reason == bmov1alpha1.MissingBareMetalHostReason:
+		return nil, "", fmt.Errorf("%w: HostClaim %s/%s: %s", ErrHostNotFound, claim.Namespace, claim.Name, associated.Message)
+	case associated.Status != metav1.ConditionTrue:
+		return nil, associated.Reason + ": " + associated.Message, nil
+	case claim.Status.HardwareData == nil:
+		return nil, "bound, waiting for the host's HardwareData", nil
+	}
+	ref := claim.Status.HardwareData
+	if ref.Namespace != claim.Namespace {
+		return nil, "", fmt.Errorf("HostClaim %s/%s points at HardwareData in another namespace (%s)", claim.Namespace, claim.Name, ref.Namespace)
+	}
+	hardware := &bmov1alpha1.HardwareData{}
+	if err := m.Access.Client().Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, hardware); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, "bound, waiting for the host's HardwareData", nil
+		}
+		return nil, "", fmt.Errorf("get HardwareData %s/%s of HostClaim %s: %w", ref.Namespace, ref.Name, claim.Name, err)
+	}
+	return claimView(claim, hardware), "", nil
+}
+
+// Host implements Binding: the machine's claim, once bound. A machine
+// without a dataTemplate whose claim was recorded but not given what to
+// provision (the write failed) gives it now.
+func (m *claimBinding) Host(ctx context.Context) (*Host, error) {
+	claim, err := m.recordedClaim(ctx)
+	if err != nil || claim == nil {
+		return nil, err
+	}
+	if err := m.provisionIfPlain(ctx, claim); err != nil {
+		return nil, err
+	}
+	view, _, err := m.boundView(ctx, claim)
+	return view, err
+}
+
+// Bind implements Binding: it creates the machine's claim (or finds the one
+// a crash left unrecorded), gives it what to provision when the machine
+// has no dataTemplate, and reports the host once the binder has bound it;
+// until then ErrNoAvailableHost, with the binder's reason.
+func (m *claimBinding) Bind(ctx context.Context) (*Host, error) {
+	claim, err := m.ensureClaim(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.recordClaim(claim)
+	if err := m.provisionIfPlain(ctx, claim); err != nil {
+		return nil, err
+	}
+	view, waiting, err := m.boundView(ctx, claim)
+	if err != nil || view != nil {
+		return view, err
+	}
+	return nil, fmt.Errorf("%w: HostClaim %s/%s waits: %s", ErrNoAvailableHost, claim.Namespace, claim.Name, waiting)
+}
+
+// provisionIfPlain gives the claim of a machine without a dataTemplate
+// what to provision, if it has not got it yet: such a machine has
+// everything it needs from the start, as in the other mode.
+func (m *claimBinding) provisionIfPlain(ctx context.Context, claim *bmov1alpha1.HostClaim) error {
+	if UsesDataTemplate(m.M3Machine) || claim.Spec.Image != nil || claim.Spec.CustomDeploy != nil || !claim.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	return m.provisionClaim(ctx, claim, RenderedSecrets{})
+}
+
+// ensureClaim returns the machine's claim, creating it if it does not exist.
+func (m *claimBinding) ensureClaim(ctx context.Context) (*bmov1alpha1.HostClaim, error) {
+	key := types.NamespacedName{Namespace: m.Access.Namespace(), Name: claimName(m.M3Machine)}
+	claim := &bmov1alpha1.HostClaim{}
+	err := m.Access.Client().Get(ctx, key, claim)
+	switch {
+	case err == nil:
+		if !m.owns(claim) {
+			return nil, fmt.Errorf("HostClaim %s exists and belongs to %s", key, claimConsumer(claim))
+		}
+		return claim, nil
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get HostClaim %s: %w", key, err)
+	}
+	claim = m.newClaim(key)
+	if err := m.Access.Client().Create(ctx, claim); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("create HostClaim %s: %w", key, err)
+		}
+		// Created meanwhile (the cache had not seen it yet): read it live.
+		if err := m.Access.Reader().Get(ctx, key, claim); err != nil {
+			return nil, fmt.Errorf("get HostClaim %s: %w", key, err)
+		}
+		if !m.owns(claim) {
+			return nil, fmt.Errorf("HostClaim %s exists and belongs to %s", key, claimConsumer(claim))
+		}
+		return claim, nil
+	}
+	m.claimEvent(ctx, claim, "HostClaimCreated", "Created HostClaim %s/%s; the pool's binder chooses its host", claim.Namespace, claim.Name)
+	return claim, nil
+}
+
+// newClaim is the claim for the machine: who it is for, and what host it
+// may be (the machine's hostSelector and failure domain).
+func (m *claimBinding) newClaim(key types.NamespacedName) *bmov1alpha1.HostClaim {
+	claim := &bmov1alpha1.HostClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: key.Namespace, Name: key.Name,
+			Labels: map[string]string{clusterv1.ClusterNameLabel: m.Cluster.Name},
+		},
+		Spec: bmov1alpha1.HostClaimSpec{
+			ConsumerRef: &corev1.ObjectReference{
+				APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Machine",
+				Namespace: m.M3Machine.Namespace, Name: m.M3Machine.Name, UID: infrav1.ConsumerID(m.M3Machine),
+			},
+			FailureDomain: m.failureDomain(),
+			HostSelector: bmov1alpha1.HostSelector{
+				MatchLabels: m.M3Machine.Spec.HostSelector.MatchLabels,
+			},
+		},
+	}
+	for _, req := range m.M3Machine.Spec.HostSelector.MatchExpressions {
+		claim.Spec.HostSelector.MatchExpressions = append(claim.Spec.HostSelector.MatchExpressions,
+			bmov1alpha1.HostSelectorRequirement{Key: req.Key, Operator: req.Operator, Values: req.Values})
+	}
+	if m.Reuse.Owner != "" {
+		// Node reuse: the claim prefers (and waits for) a host kept for
+		// the machine's owner in this cluster.
+		claim.Annotations = map[string]string{hostclaim.NodeReuseKeyAnnotation: m.reuseKey()}
+	}
+	return claim
+}
+
+func (m *claimBinding) reuseKey() string { return m.Reuse.Cluster + "/" + m.Reuse.Owner }
+
+// recordClaim notes the claim on the machine, as the host annotation does
+// in the other mode.
+func (m *claimBinding) recordClaim(claim *bmov1alpha1.HostClaim) {
+	if m.M3Machine.Annotations == nil {
+		m.M3Machine.Annotations = map[string]string{}
+	}
+	m.M3Machine.Annotations[infrav1.HostClaimAnnotation] = claim.Namespace + "/" + claim.Name
+	m.M3Machine.Status.UserData = claim.Spec.UserData
+	m.M3Machine.Status.MetaData = claim.Spec.MetaData
+	m.M3Machine.Status.NetworkData = claim.Spec.NetworkData
+}
+
+// Provision implements Binding: the user data next to the claim, and the
+// image and Secrets on the claim, which the binder passes to the host.
+func (m *claimBinding) Provision(ctx context.Context, view *Host, rendered RenderedSecrets) error {
+	claim, err := m.recordedClaim(ctx)
+	if err != nil {
+		return err
+	}
+	if claim == nil {
+		return fmt.Errorf("%w: the machine records no HostClaim", ErrHostNotFound)
+	}
+	if err := m.provisionClaim(ctx, claim, rendered); err != nil {
+		return err
+	}
+	view.ProvisioningStarted = true
+	return nil
+}
+
+func (m *claimBinding) provisionClaim(ctx context.Context, claim *bmov1alpha1.HostClaim, rendered RenderedSecrets) error {
+	refs, err := m.writeHostSecrets(ctx, claimView(claim, &bmov1alpha1.HardwareData{}))
+	if err != nil {
+		return err
+	}
+	updated := claim.DeepCopy()
+	updated.Spec.PoweredOn = true
+	updated.Spec.Image = m.image()
+	if spec := m.M3Machine.Spec.CustomDeploy; spec != nil {
+		updated.Spec.CustomDeploy = &bmov1alpha1.CustomDeploy{Method: spec.Method}
+	}
+	updated.Spec.UserData = refs.userData
+	updated.Spec.MetaData, updated.Spec.NetworkData = refs.metaData, refs.networkData
+	if rendered.MetaData != nil {
+		updated.Spec.MetaData = rendered.MetaData
+	}
+	if rendered.NetworkData != nil {
+		updated.Spec.NetworkData = rendered.NetworkData
+	}
+	if err := m.patchClaim(ctx, claim, updated); err != nil {
+		return err
+	}
+	*claim = *updated
+	m.recordClaim(claim)
+	return nil
+}
+
+// patchClaim sends the difference between claim and updated. No
+// resourceVersion guard: only the provider writes a claim's spec and
+// annotations (the binder adds its finalizer and writes the status), so a
+// merge patch of those fields cannot undo anyone's change, and the binder's
+// frequent writes would only make a guarded one fail.
+func (m *claimBinding) patchClaim(ctx context.Context, claim, updated *bmov1alpha1.HostClaim) error {
+	patch := client.MergeFrom(claim)
+	if diff, err := patch.Data(updated); err != nil {
+		return err
+	} else if string(diff) == "{}" {
+		return nil
+	}
+	if err := m.Access.Client().Patch(ctx, updated, patch); err != nil {
+		return fmt.Errorf("update HostClaim %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	return nil
+}
+
+// Sync implements Binding: the provider's pause comes off the claim, and a
+// provisioned host gives the machine its provider ID, addresses and
+// failure domain.
+func (m *claimBinding) Sync(ctx context.Context, view *Host) (bool, error) {
+	if err := m.Pause(ctx, view, false); err != nil {
+		return false, err
+	}
+	m.M3Machine.Annotations[infrav1.HostClaimAnnotation] = view.String()
+	m.M3Machine.Status.UserData = view.BareMetalHost.Spec.UserData
+	m.M3Machine.Status.MetaData = view.BareMetalHost.Spec.MetaData
+	m.M3Machine.Status.NetworkData = view.BareMetalHost.Spec.NetworkData
+	if !view.Provisioned() {
+		return false, nil
+	}
+	providerID := ProviderID(view.BareMetalHost, m.M3Machine)
+	m.M3Machine.Spec.ProviderID = &providerID
+	m.M3Machine.Status.Addresses = hostAddresses(view.BareMetalHost)
+	m.M3Machine.Status.FailureDomain = view.BareMetalHost.Labels[FailureDomainLabel]
+	return true, nil
+}
+
+// Pause implements Binding on the claim, which the binder passes to the
+// host; a pause someone else set on the claim is never cleared.
+func (m *claimBinding) Pause(ctx context.Context, view *Host, paused bool) error {
+	claim := &bmov1alpha1.HostClaim{}
+	if err := m.Access.Client().Get(ctx, view.NamespacedName, claim); err != nil {
+		return fmt.Errorf("get HostClaim %s: %w", view, err)
+	}
+	updated := claim.DeepCopy()
+	current, has := claim.Annotations[hostclaim.PausedAnnotation]
+	switch {
+	case paused && !has:
+		if updated.Annotations == nil {
+			updated.Annotations = map[string]string{}
+		}
+		updated.Annotations[hostclaim.PausedAnnotation] = pausedByUs
+	case !paused && has && current == pausedByUs:
+		delete(updated.Annotations, hostclaim.PausedAnnotation)
+	default:
+		return nil
+	}
+	return m.patchClaim(ctx, claim, updated)
+}
+
+// Release implements Binding: the claim is deleted (kept for node reuse
+// if the machine's owner wants its host back), and the binder deprovisions
+// and frees the host before it lets the claim go; true once it is gone.
+func (m *claimBinding) Release(ctx context.Context) (bool, error) {
+	claim, err := m.recordedClaim(ctx)
+	switch {
+	case errors.Is(err, ErrHostNotFound):
+		m.deleteHostSecrets(ctx, m.Access.Namespace())
+		return true, nil
+	case err != nil:
+		return false, err
+	case claim == nil:
+		// Not recorded: a claim may have been created all the same. Read
+		// live, or a stale cache would leave it holding a host forever.
+		claim = &bmov1alpha1.HostClaim{}
+		key := types.NamespacedName{Namespace: m.Access.Namespace(), Name: claimName(m.M3Machine)}
+		if err := m.Access.Reader().Get(ctx, key, claim); err != nil {
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, fmt.Errorf("get HostClaim %s: %w", key, err)
+		}
+		if !m.owns(claim) {
+			return true, nil
+		}
+	}
+	if claim.DeletionTimestamp.IsZero() {
+		updated := claim.DeepCopy()
+		if m.Reuse.Reserve && m.Reuse.Owner != "" {
+			if updated.Annotations == nil {
+				updated.Annotations = map[string]string{}
+			}
+			updated.Annotations[hostclaim.NodeReuseKeyAnnotation] = m.reuseKey()
+			updated.Annotations[hostclaim.KeepOnReleaseAnnotation] = "true"
+		}
+		if updated.Annotations[hostclaim.PausedAnnotation] == pausedByUs {
+			delete(updated.Annotations, hostclaim.PausedAnnotation)
+		}
+		if err := m.patchClaim(ctx, claim, updated); err != nil {
+			return false, err
+		}
+		uid := claim.UID
+		if err := m.Access.Client().Delete(ctx, updated, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("delete HostClaim %s/%s: %w", claim.Namespace, claim.Name, err)
+		}
+		m.claimEvent(ctx, claim, "HostClaimDeleted", "Deleted HostClaim %s/%s; the pool's binder releases its host", claim.Namespace, claim.Name)
+	}
+	// The binder removes its finalizer once the host is deprovisioned and
+	// free; the claim's Secrets go after it, as they would by garbage
+	// collection.
+	live := &bmov1alpha1.HostClaim{}
+	if err := m.Access.Reader().Get(ctx, client.ObjectKeyFromObject(claim), live); err == nil && live.UID == claim.UID {
+		return false, nil
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("get HostClaim %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	m.deleteHostSecrets(ctx, claim.Namespace)
+	m.claimEvent(ctx, claim, "HostReleased", "HostClaim %s/%s is gone: its host is back in the pool", claim.Namespace, claim.Name)
+	return true, nil
+}

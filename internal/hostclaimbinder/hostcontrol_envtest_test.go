@@ -1,0 +1,177 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hostclaimbinder
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+)
+
+// updateClaim changes the claim, retrying on conflicts with the binder.
+func (p *pool) updateClaim(t *testing.T, c *bmov1alpha1.HostClaim, change func(*bmov1alpha1.HostClaim)) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) error {
+		got := p.getClaim(g, c)
+		if got.Annotations == nil {
+			got.Annotations = map[string]string{}
+		}
+		change(got)
+		return p.env.Client.Update(context.Background(), got)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+// TestPauseAndReboots: a paused claim pauses its host and stops the binder
+// from changing it, until resumed; a reboot annotation of the claim is
+// mirrored on its host while the claim has it.
+func TestPauseAndReboots(t *testing.T) {
+	t.Parallel()
+	p := testPool(t)
+	g := NewWithT(t)
+	tenant := p.namespace(t, "tenant", nil)
+	p.hosts(t, 1, &bmov1alpha1.HostClaimNamespaces{Names: []string{tenant}})
+	c := p.claim(t, tenant, "c", "")
+	bound := p.boundHost(t, c, 60*time.Second)
+	host := func(g Gomega) *bmov1alpha1.BareMetalHost { return p.getHost(g, bound.Namespace, bound.Name) }
+	g.Eventually(func(g Gomega) { g.Expect(host(g).Spec.Online).To(BeTrue()) }).WithTimeout(10 * time.Second).Should(Succeed())
+
+	// Paused: the host is paused by the binder and no longer follows the claim.
+	p.updateClaim(t, c, func(c *bmov1alpha1.HostClaim) {
+		c.Annotations[hostclaim.PausedAnnotation] = "tenant"
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(host(g).Annotations).To(HaveKeyWithValue(bmov1alpha1.PausedAnnotation, hostclaim.PausedByBinder))
+		synced := condition(p.getClaim(g, c), bmov1alpha1.SynchronizedCondition)
+		g.Expect(synced.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(synced.Reason).To(Equal(bmov1alpha1.HostPausedReason))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	p.updateClaim(t, c, func(c *bmov1alpha1.HostClaim) {
+		c.Spec.PoweredOn = false
+		c.Annotations[hostclaim.RebootAnnotationPrefix+"/while-paused"] = ""
+	})
+	// The binder saw the change (the claim's status is written for its
+	// generation) and left the host alone.
+	g.Eventually(func(g Gomega) {
+		got := p.getClaim(g, c)
+		g.Expect(condition(got, bmov1alpha1.SynchronizedCondition).ObservedGeneration).To(Equal(got.Generation))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	g.Expect(host(g).Spec.Online).To(BeTrue(), "a paused claim's power is not synced")
+	g.Expect(host(g).Annotations).NotTo(HaveKey(hostclaim.RebootAnnotationPrefix + "/while-paused"))
+
+	// Resumed: the binder's pause goes, the claim's changes follow.
+	p.updateClaim(t, c, func(c *bmov1alpha1.HostClaim) {
+		delete(c.Annotations, hostclaim.PausedAnnotation)
+		delete(c.Annotations, hostclaim.RebootAnnotationPrefix+"/while-paused")
+	})
+	g.Eventually(func(g Gomega) {
+		h := host(g)
+		g.Expect(h.Annotations).NotTo(HaveKey(bmov1alpha1.PausedAnnotation))
+		g.Expect(h.Spec.Online).To(BeFalse())
+		g.Expect(condition(p.getClaim(g, c), bmov1alpha1.SynchronizedCondition).Reason).To(Equal(bmov1alpha1.ConfigurationSyncedReason))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+
+	// An operator's pause is never removed by the binder.
+	g.Eventually(func() error {
+		h := host(g)
+		if h.Annotations == nil {
+			h.Annotations = map[string]string{}
+		}
+		h.Annotations[bmov1alpha1.PausedAnnotation] = "operator"
+		h.Annotations[hostclaim.RebootAnnotationPrefix+"/operator"] = ""
+		return p.env.Client.Update(context.Background(), h)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+
+	// Reboots: mirrored while the claim asks, removed when it stops.
+	const reboot = hostclaim.RebootAnnotationPrefix + "/remediation"
+	p.updateClaim(t, c, func(c *bmov1alpha1.HostClaim) { c.Annotations[reboot] = `{"mode":"hard"}` })
+	g.Eventually(func(g Gomega) {
+		annotations := host(g).Annotations
+		g.Expect(annotations).To(HaveKeyWithValue(reboot, `{"mode":"hard"}`))
+		g.Expect(annotations).To(HaveKeyWithValue(hostclaim.MirroredRebootsAnnotation, reboot))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	p.updateClaim(t, c, func(c *bmov1alpha1.HostClaim) { delete(c.Annotations, reboot) })
+	g.Eventually(func(g Gomega) {
+		annotations := host(g).Annotations
+		g.Expect(annotations).NotTo(HaveKey(reboot))
+		g.Expect(annotations).NotTo(HaveKey(hostclaim.MirroredRebootsAnnotation))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	annotations := host(g).Annotations
+	g.Expect(annotations).To(HaveKeyWithValue(bmov1alpha1.PausedAnnotation, "operator"), "the operator's pause stays")
+	g.Expect(annotations).To(HaveKey(hostclaim.RebootAnnotationPrefix+"/operator"), "the operator's reboot stays")
+}
+
+// TestNodeReuse: a claim released with keep-on-release leaves its host
+// kept for its key; the next claim with that key waits for that host while
+// it is deprovisioned, rather than take another available one, and gets
+// it. A reservation no claim carries the key of ends after the grace.
+func TestNodeReuse(t *testing.T) {
+	t.Parallel()
+	p := testPool(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := p.namespace(t, "tenant", nil)
+	poolNS := p.hosts(t, 2, &bmov1alpha1.HostClaimNamespaces{Names: []string{tenant}})
+	withKey := func(key string, keep bool) func(*bmov1alpha1.HostClaim) {
+		return func(c *bmov1alpha1.HostClaim) {
+			c.Annotations[hostclaim.NodeReuseKeyAnnotation] = key
+			if keep {
+				c.Annotations[hostclaim.KeepOnReleaseAnnotation] = "true"
+			}
+		}
+	}
+	first := p.claim(t, tenant, "first", "", withImage, withKey("cluster/md", true))
+	kept := p.boundHost(t, first, 60*time.Second)
+	g.Eventually(func() bmov1alpha1.ProvisioningState {
+		return p.getHost(g, poolNS, kept.Name).Status.Provisioning.State
+	}).WithTimeout(75 * time.Second).WithPolling(500 * time.Millisecond).Should(Equal(bmov1alpha1.StateProvisioned))
+
+	// The next claim with the key, created right after the first was
+	// deleted, must wait for the host being deprovisioned, the other one
+	// being free all along.
+	g.Expect(p.env.Client.Delete(ctx, first)).To(Succeed())
+	second := p.claim(t, tenant, "second", "", withKey("cluster/md", false))
+	g.Eventually(func(g Gomega) {
+		h := p.getHost(g, poolNS, kept.Name)
+		g.Expect(h.Annotations).To(HaveKeyWithValue(hostclaim.KeptForAnnotation, tenant+"/cluster/md"),
+			"marked kept when deprovisioning starts")
+		g.Expect(h.Spec.Image).To(BeNil(), "deprovisioning")
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	host := p.boundHost(t, second, 90*time.Second)
+	g.Expect(host.Name).To(Equal(kept.Name), "the claim with the key gets the host kept for it")
+	g.Expect(host.Annotations).NotTo(HaveKey(hostclaim.KeptForAnnotation), "the reservation ends with the binding")
+	g.Expect(p.consumers(g, poolNS)).To(HaveLen(1), "the other host, free all along, was not taken")
+
+	// Released for a key nobody carries: freed after the grace.
+	p.updateClaim(t, second, withKey("cluster/gone", true))
+	g.Expect(p.env.Client.Delete(ctx, second)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		h := p.getHost(g, poolNS, kept.Name)
+		g.Expect(h.Spec.ConsumerRef).To(BeNil())
+		g.Expect(h.Annotations).To(HaveKeyWithValue(hostclaim.KeptForAnnotation, tenant+"/cluster/gone"))
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		h := p.getHost(g, poolNS, kept.Name)
+		g.Expect(h.Annotations).NotTo(HaveKey(hostclaim.KeptForAnnotation))
+		g.Expect(h.Annotations).NotTo(HaveKey(hostclaim.KeptSinceAnnotation))
+	}).WithTimeout(nodeReuseGrace + 30*time.Second).Should(Succeed())
+}
