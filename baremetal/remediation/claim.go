@@ -91,8 +91,9 @@ func (h *claimHost) ReleaseReboot(ctx context.Context) error {
 	return h.annotate(ctx, h.rebootAnnotation, "", false)
 }
 
-// MarkUnhealthy marks the claim; the binder leaves the annotation on the
-// host when it releases it, so no claim takes it again.
+// MarkUnhealthy marks the claim, where the tenant sees it. The binder does
+// not carry it to the host yet: the host goes back to the pool when the
+// machine's replacement deletes the claim.
 func (h *claimHost) MarkUnhealthy(ctx context.Context) error {
 	return h.annotate(ctx, hostbinding.UnhealthyAnnotation, "", true)
 }
