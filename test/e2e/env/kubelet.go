@@ -57,13 +57,18 @@ type kubelet struct {
 
 	mu     sync.Mutex
 	faults map[types.UID]kubeletFault
+	// off are the hosts the power watch last saw powered off. The watch
+	// is newer than the poll's list: a host it saw off posts nothing, or a
+	// healed kubelet would report Ready from a list read before the host
+	// went off, and the cluster would call the machine healthy mid-reboot.
+	off map[types.UID]bool
 }
 
 // startKubelet runs the stand-in until t ends, for the hosts of every
 // cluster in hostClusters.
 func startKubelet(t testenv.T, workload *testenv.Env, hostClusters ...*testenv.Env) *kubelet {
 	t.Helper()
-	k := &kubelet{workload: workload.Client, faults: map[types.UID]kubeletFault{}}
+	k := &kubelet{workload: workload.Client, faults: map[types.UID]kubeletFault{}, off: map[types.UID]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var running sync.WaitGroup
 	for _, c := range hostClusters {
@@ -108,17 +113,26 @@ func startKubelet(t testenv.T, workload *testenv.Env, hostClusters ...*testenv.E
 	return k
 }
 
-// sawHost heals a wedged kubelet whose host is seen powered off.
+// sawHost records the power of a host the watch saw, and heals a wedged
+// kubelet whose host is off.
 func (k *kubelet) sawHost(obj any) {
 	host, ok := obj.(*bmov1alpha1.BareMetalHost)
-	if !ok || host.Status.PoweredOn {
+	if !ok {
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.faults[host.UID] == wedged {
+	k.off[host.UID] = !host.Status.PoweredOn
+	if !host.Status.PoweredOn && k.faults[host.UID] == wedged {
 		delete(k.faults, host.UID)
 	}
+}
+
+// seenOff reports whether the watch last saw host powered off.
+func (k *kubelet) seenOff(host types.UID) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.off[host]
 }
 
 func (k *kubelet) setFault(host types.UID, fault kubeletFault) {
@@ -159,7 +173,7 @@ func (k *kubelet) syncNodes(ctx context.Context) {
 				continue
 			}
 			running[host.Name] = true
-			if host.Status.PoweredOn {
+			if host.Status.PoweredOn && !k.seenOff(host.UID) {
 				k.registerNode(ctx, host)
 			}
 		}
