@@ -16,53 +16,8 @@ limitations under the License.
 
 package testenv
 
-import (
-	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
-)
-
-// binderBuild is the HostClaim binder built from this tree, once per
-// process.
-var binderBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// HostClaimBinderBinary builds ./cmd/hostclaim-binder from this tree, once
-// per test process, into the user's cache (go build's own cache makes a
-// rebuild of an unchanged tree cheap), and returns its path.
-func HostClaimBinderBinary() (string, error) {
-	binderBuild.once.Do(func() {
-		root, err := ModuleRoot()
-		if err != nil {
-			binderBuild.err = err
-			return
-		}
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			cache = os.TempDir()
-		}
-		dir := filepath.Join(cache, "capm3-testenv")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			binderBuild.err = err
-			return
-		}
-		path := filepath.Join(dir, "hostclaim-binder")
-		cmd := exec.CommandContext(context.Background(), "go", "build", "-o", path, "./cmd/hostclaim-binder")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binderBuild.err = fmt.Errorf("build the HostClaim binder: %w\n%s", err, out)
-			return
-		}
-		binderBuild.path = path
-	})
-	return binderBuild.path, binderBuild.err
-}
+// hostClaimBinder is the pool-side binder of HostClaim mode.
+var hostClaimBinder = &TreeBinary{Package: "./cmd/hostclaim-binder", Name: "hostclaim-binder"}
 
 // StartHostClaimBinder runs the HostClaim binder built from this tree
 // against the environment until the test ends, as a system:masters user,
@@ -78,7 +33,7 @@ func (e *Env) StartHostClaimBinder(t T, args ...string) *Process {
 // rights a pool admin would give it, not system:masters.
 func (e *Env) StartHostClaimBinderAs(t T, kubeconfigPath string, args ...string) *Process {
 	t.Helper()
-	path, err := HostClaimBinderBinary()
+	path, err := hostClaimBinder.Path()
 	if err != nil {
 		t.Fatalf("%v", err)
 	}

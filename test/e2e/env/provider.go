@@ -17,52 +17,11 @@ limitations under the License.
 package env
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
-
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
-var managerBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// managerBinary builds the provider's manager from this tree, once per
-// process, into the user's cache (go build's own cache makes a rebuild of
-// an unchanged tree cheap).
-func managerBinary() (string, error) {
-	managerBuild.once.Do(func() {
-		root, err := testenv.ModuleRoot()
-		if err != nil {
-			managerBuild.err = err
-			return
-		}
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			cache = os.TempDir()
-		}
-		dir := filepath.Join(cache, "capm3-e2e")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			managerBuild.err = err
-			return
-		}
-		path := filepath.Join(dir, "capm3-manager")
-		cmd := exec.CommandContext(context.Background(), "go", "build", "-o", path, ".")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			managerBuild.err = fmt.Errorf("build the manager: %w\n%s", err, out)
-			return
-		}
-		managerBuild.path = path
-	})
-	return managerBuild.path, managerBuild.err
-}
+// manager is the provider's manager, built from this tree.
+var manager = &testenv.TreeBinary{Package: ".", Name: "capm3-manager"}
 
 // startProvider runs the manager built from this tree against mgmt until t
 // ends; tests kill and restart it through the returned Process. Webhooks
@@ -71,7 +30,7 @@ func managerBinary() (string, error) {
 // operator must allow explicitly.
 func startProvider(t testenv.T, mgmt *testenv.Env, extraArgs ...string) *testenv.Process {
 	t.Helper()
-	path, err := managerBinary()
+	path, err := manager.Path()
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
