@@ -124,25 +124,36 @@ func (m *bmhBinding) Host(ctx context.Context) (*Host, error) {
 }
 
 func (m *bmhBinding) host(ctx context.Context) (*bmov1alpha1.BareMetalHost, error) {
-	ref := m.M3Machine.Annotations[infrav1.HostAnnotation]
+	host := &bmov1alpha1.BareMetalHost{}
+	if found, err := m.getRecorded(ctx, infrav1.HostAnnotation, "host", host); !found || err != nil {
+		return nil, err
+	}
+	if !m.consumes(host) {
+		return nil, fmt.Errorf("%w: %s/%s is now consumed by %s", ErrHostNotFound, host.Namespace, host.Name, consumerString(host))
+	}
+	return host, nil
+}
+
+// getRecorded reads into obj the object the machine's annotation names as
+// "<namespace>/<name>" (its host, or its HostClaim), through its identity:
+// found is false when the annotation is not there, and an object that is
+// gone, or an annotation that names none, is ErrHostNotFound.
+func (m *bmhBinding) getRecorded(ctx context.Context, annotation, what string, obj client.Object) (bool, error) {
+	ref := m.M3Machine.Annotations[annotation]
 	if ref == "" {
-		return nil, nil
+		return false, nil
 	}
 	namespace, name, ok := strings.Cut(ref, "/")
 	if !ok {
-		return nil, fmt.Errorf("%w: annotation %s=%q is not namespace/name", ErrHostNotFound, infrav1.HostAnnotation, ref)
+		return false, fmt.Errorf("%w: annotation %s=%q is not namespace/name", ErrHostNotFound, annotation, ref)
 	}
-	host := &bmov1alpha1.BareMetalHost{}
-	if err := m.Access.Client().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, host); err != nil {
+	if err := m.Access.Client().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: %s in the cluster of %s", ErrHostNotFound, ref, m.Access.Key())
+			return false, fmt.Errorf("%w: %s %s in the cluster of %s", ErrHostNotFound, what, ref, m.Access.Key())
 		}
-		return nil, fmt.Errorf("get host %s: %w", ref, err)
+		return false, fmt.Errorf("get %s %s: %w", what, ref, err)
 	}
-	if !m.consumes(host) {
-		return nil, fmt.Errorf("%w: %s is now consumed by %s", ErrHostNotFound, ref, consumerString(host))
-	}
-	return host, nil
+	return true, nil
 }
 
 // Bind implements Binding: a host the machine already consumes (a claim

@@ -22,7 +22,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -130,23 +129,12 @@ func (m *claimBinding) claimEvent(ctx context.Context, claim *bmov1alpha1.HostCl
 // recordedClaim is the claim the machine's annotation names: nil if none,
 // ErrHostNotFound if it is gone or someone else's.
 func (m *claimBinding) recordedClaim(ctx context.Context) (*bmov1alpha1.HostClaim, error) {
-	ref := m.M3Machine.Annotations[infrav1.HostClaimAnnotation]
-	if ref == "" {
-		return nil, nil
-	}
-	namespace, name, ok := strings.Cut(ref, "/")
-	if !ok {
-		return nil, fmt.Errorf("%w: annotation %s=%q is not namespace/name", ErrHostNotFound, infrav1.HostClaimAnnotation, ref)
-	}
 	claim := &bmov1alpha1.HostClaim{}
-	if err := m.Access.Client().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, claim); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: HostClaim %s in the cluster of %s", ErrHostNotFound, ref, m.Access.Key())
-		}
-		return nil, fmt.Errorf("get HostClaim %s: %w", ref, err)
+	if found, err := m.getRecorded(ctx, infrav1.HostClaimAnnotation, "HostClaim", claim); !found || err != nil {
+		return nil, err
 	}
 	if !m.owns(claim) {
-		return nil, fmt.Errorf("%w: HostClaim %s belongs to %s", ErrHostNotFound, ref, claimConsumer(claim))
+		return nil, fmt.Errorf("%w: HostClaim %s/%s belongs to %s", ErrHostNotFound, claim.Namespace, claim.Name, claimConsumer(claim))
 	}
 	return claim, nil
 }
@@ -471,9 +459,10 @@ func (m *claimBinding) Release(ctx context.Context) (bool, error) {
 	}
 	// The binder removes its finalizer once the host is deprovisioned and
 	// free; the claim's Secrets go after it, as they would by garbage
-	// collection.
+	// collection. The cache is enough: a stale one only says the claim is
+	// still there, and the claim's deletion wakes the machine.
 	live := &bmov1alpha1.HostClaim{}
-	if err := m.Access.Reader().Get(ctx, client.ObjectKeyFromObject(claim), live); err == nil && live.UID == claim.UID {
+	if err := m.Access.Client().Get(ctx, client.ObjectKeyFromObject(claim), live); err == nil && live.UID == claim.UID {
 		return false, nil
 	} else if err != nil && !apierrors.IsNotFound(err) {
 		return false, fmt.Errorf("get HostClaim %s/%s: %w", claim.Namespace, claim.Name, err)

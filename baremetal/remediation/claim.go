@@ -101,18 +101,9 @@ func (h *claimHost) MarkUnhealthy(ctx context.Context) error {
 // annotate sets (or removes) annotation on the claim. Only the provider
 // writes a claim's metadata, so a plain merge patch is enough.
 func (h *claimHost) annotate(ctx context.Context, annotation, value string, set bool) error {
-	current, present := h.claim.Annotations[annotation]
-	if set == present && (!set || current == value) {
-		return nil
-	}
 	before := h.claim.DeepCopy()
-	if set {
-		if h.claim.Annotations == nil {
-			h.claim.Annotations = map[string]string{}
-		}
-		h.claim.Annotations[annotation] = value
-	} else {
-		delete(h.claim.Annotations, annotation)
+	if !setAnnotation(h.claim, annotation, value, set) {
+		return nil
 	}
 	if err := h.client.Patch(ctx, h.claim, client.MergeFrom(before)); err != nil {
 		h.claim = before

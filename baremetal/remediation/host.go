@@ -23,6 +23,7 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -140,18 +141,9 @@ func (h *bmhHost) annotate(ctx context.Context, annotation, value string, set bo
 }
 
 func (h *bmhHost) patchAnnotation(ctx context.Context, annotation, value string, set bool) error {
-	current, present := h.host.Annotations[annotation]
-	if set == present && (!set || current == value) {
-		return nil
-	}
 	before := h.host.DeepCopy()
-	if set {
-		if h.host.Annotations == nil {
-			h.host.Annotations = map[string]string{}
-		}
-		h.host.Annotations[annotation] = value
-	} else {
-		delete(h.host.Annotations, annotation)
+	if !setAnnotation(h.host, annotation, value, set) {
+		return nil
 	}
 	if err := h.client.Patch(ctx, h.host, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		h.host = before
@@ -162,4 +154,25 @@ func (h *bmhHost) patchAnnotation(ctx context.Context, annotation, value string,
 		return fmt.Errorf("%s annotation %s on host %s: %w", verb, annotation, h, err)
 	}
 	return nil
+}
+
+// setAnnotation sets annotation to value on obj, or removes it (set false),
+// and reports whether that changed anything.
+func setAnnotation(obj metav1.Object, annotation, value string, set bool) bool {
+	annotations := obj.GetAnnotations()
+	current, present := annotations[annotation]
+	if set == present && (!set || current == value) {
+		return false
+	}
+	if !set {
+		delete(annotations, annotation)
+		obj.SetAnnotations(annotations)
+		return true
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[annotation] = value
+	obj.SetAnnotations(annotations)
+	return true
 }
