@@ -61,27 +61,10 @@ func TestMoveWithHostClaims(t *testing.T) {
 	g.Expect(testenv.RegisterHosts(ctx, pool.Client, hostNamespace, "host", 1)).To(Succeed())
 	mgmt.GrantInNamespace(t, tenantNamespace, "nobody")
 
-	id := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-pool-identity"},
-		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, "tenant-a", "pool-east", poolNamespace)},
-	}
-	g.Expect(mgmt.Client.Create(ctx, id)).To(Succeed())
-	cluster := createCluster(t, mgmt.Client, infrav1.HostModeHostClaim)
-	g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3DataTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-nodes"},
-		Spec: infrav1.Metal3DataTemplateSpec{ClusterName: clusterName, MetaData: &infrav1.MetaData{
-			ObjectNames: []infrav1.MetaDataObjectName{{Key: "name", Object: "machine"}},
-		}},
-	})).To(Succeed())
+	cluster, id := createTenantCluster(t, mgmt, pool, infrav1.HostModeHostClaim)
 	createMachine(t, mgmt.Client, cluster, "worker-0")
-
 	stopSource := startProvider(t, mgmt)
-	source := &infrav1.Metal3Machine{}
-	g.Eventually(func(g Gomega) {
-		g.Expect(mgmt.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: tenantNamespace, Name: "worker-0"}, source)).To(Succeed())
-		g.Expect(source.Status.RenderedData).NotTo(BeNil(), "the machine's data is rendered")
-		g.Expect(ptr.Deref(source.Status.Initialization.Provisioned, false)).To(BeTrue(), "the host is provisioned")
-	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	source := provisionedWorker(t, mgmt)
 	claimRef := source.Annotations[infrav1.HostClaimAnnotation]
 	g.Expect(claimRef).To(HavePrefix(poolNamespace + "/"))
 	claimKey := ctrlclient.ObjectKey{Namespace: poolNamespace, Name: claimRef[len(poolNamespace)+1:]}

@@ -75,34 +75,18 @@ func TestMoveWithRemotePool(t *testing.T) {
 
 	// The tenant's cluster, as clusterctl generate and Cluster API leave it:
 	// the owner references are those CAPI's controllers set.
-	id := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-pool-identity"},
-		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, "tenant-a", "pool-east", poolNamespace)},
-	}
-	g.Expect(mgmt.Client.Create(ctx, id)).To(Succeed())
-	cluster := createCluster(t, mgmt.Client, infrav1.HostModeBareMetalHost)
+	cluster, id := createTenantCluster(t, mgmt, pool, infrav1.HostModeBareMetalHost)
 	template := &infrav1.Metal3MachineTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-workers", OwnerReferences: ownedBy(cluster)},
 		Spec:       infrav1.Metal3MachineTemplateSpec{Template: infrav1.Metal3MachineTemplateResource{Spec: machineSpec()}},
 	}
 	g.Expect(mgmt.Client.Create(ctx, template)).To(Succeed())
-	g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3DataTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-nodes"},
-		Spec: infrav1.Metal3DataTemplateSpec{ClusterName: clusterName, MetaData: &infrav1.MetaData{
-			ObjectNames: []infrav1.MetaDataObjectName{{Key: "name", Object: "machine"}},
-		}},
-	})).To(Succeed())
 	createMachine(t, mgmt.Client, cluster, "worker-0")
 
 	// Our controllers do their part: claim the host through the identity,
 	// render the data next to it, own and label what they must.
 	stopSource := startProvider(t, mgmt)
-	source := &infrav1.Metal3Machine{}
-	g.Eventually(func(g Gomega) {
-		g.Expect(mgmt.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: tenantNamespace, Name: "worker-0"}, source)).To(Succeed())
-		g.Expect(source.Status.RenderedData).NotTo(BeNil(), "the machine's data is rendered")
-		g.Expect(ptr.Deref(source.Status.Initialization.Provisioned, false)).To(BeTrue(), "the host is provisioned")
-	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	source := provisionedWorker(t, mgmt)
 
 	// The management cluster becomes one clusterctl knows; then the dry run.
 	repo := localRepository(t)
@@ -140,6 +124,43 @@ func TestMoveWithRemotePool(t *testing.T) {
 	move(t, mgmt, target, repo)
 	stopSource()
 	assertMovedMachineKeepsItsHost(t, target, pool, source, host)
+}
+
+// createTenantCluster creates the tenant's identity Secret for its pool
+// namespace, its Cluster in mode and the data template its machines use.
+func createTenantCluster(t *testing.T, mgmt, pool *testenv.Env, mode infrav1.HostMode) (*clusterv1.Cluster, *corev1.Secret) {
+	t.Helper()
+	ctx := context.Background()
+	id := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-pool-identity"},
+		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, "tenant-a", "pool-east", poolNamespace)},
+	}
+	if err := mgmt.Client.Create(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	cluster := createCluster(t, mgmt.Client, mode)
+	if err := mgmt.Client.Create(ctx, &infrav1.Metal3DataTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-nodes"},
+		Spec: infrav1.Metal3DataTemplateSpec{ClusterName: clusterName, MetaData: &infrav1.MetaData{
+			ObjectNames: []infrav1.MetaDataObjectName{{Key: "name", Object: "machine"}},
+		}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return cluster, id
+}
+
+// provisionedWorker waits until the provider has rendered worker-0's data
+// and its host is provisioned, and returns the Metal3Machine.
+func provisionedWorker(t *testing.T, mgmt *testenv.Env) *infrav1.Metal3Machine {
+	t.Helper()
+	worker := &infrav1.Metal3Machine{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(mgmt.Client.Get(context.Background(), ctrlclient.ObjectKey{Namespace: tenantNamespace, Name: "worker-0"}, worker)).To(Succeed())
+		g.Expect(worker.Status.RenderedData).NotTo(BeNil(), "the machine's data is rendered")
+		g.Expect(ptr.Deref(worker.Status.Initialization.Provisioned, false)).To(BeTrue(), "the host is provisioned")
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	return worker
 }
 
 func hasKind(name, kind string) bool { return len(name) > len(kind) && name[:len(kind)+1] == kind+"/" }
