@@ -313,3 +313,69 @@ func TestHostClaimTenantLeastPrivilege(t *testing.T) {
 	g.Expect(allowed(own, "", "secrets", "create")).To(BeTrue(), "write its claims' Secrets")
 	g.Expect(allowed(own, "metal3.io", "hostclaims/status", "update")).To(BeFalse(), "write its claims' status, which the binder reports in")
 }
+
+// TestHostClaimNodeReuse is TestNodeReuseKeepsHostForOwner in HostClaim
+// mode: the machine of a MachineDeployment whose template has nodeReuse
+// releases its claim asking the binder to keep the host for the
+// deployment; another tenant's deployment of the same name does not get
+// it, the deployment's next machine of a new template does.
+func TestHostClaimNodeReuse(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	nsA, nsB := testNamespace(t, "claim-reuse-a"), testNamespace(t, "claim-reuse-b")
+	scheme := testScheme(t)
+	mgmt := managementCluster(t, scheme, noHosts)
+	const hostNS = "hosts"
+	pool := hostClaimPool(t, scheme, hostNS, 1, bmov1alpha1.HostClaimNamespaces{Names: []string{"pool-a", "pool-b"}})
+	claimTenant(t, mgmt, pool, nsA, "pool-a", "pool", nil)
+	claimTenant(t, mgmt, pool, nsB, "pool-b", "pool", nil)
+	startControllers(t, mgmt, scheme)
+	clusters := map[string]workloadCluster{}
+	for _, ns := range []string{nsA, nsB} {
+		clusters[ns] = workloadCluster{namespace: ns, name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool"}, hostMode: infrav1.HostModeHostClaim}
+		clusters[ns].create(t, mgmt.Client)
+		machineDeployment(t, mgmt.Client, ns, "cluster-a", "workers")
+		machineTemplate(t, mgmt.Client, ns, "workers-v1", true)
+		machineTemplate(t, mgmt.Client, ns, "workers-v2", false)
+	}
+	// hostOfClaim waits for m3m's claim to be bound, and returns its host.
+	hostOfClaim := func(m3m *infrav1.Metal3Machine, state bmov1alpha1.ProvisioningState) *bmov1alpha1.BareMetalHost {
+		var host bmov1alpha1.BareMetalHost
+		g.Eventually(func(g Gomega) {
+			got := &infrav1.Metal3Machine{}
+			g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3m), got)).To(Succeed())
+			claim := got.Annotations[infrav1.HostClaimAnnotation]
+			g.Expect(claim).NotTo(BeEmpty(), "machine %s has a claim", m3m.Name)
+			byClaim := claimedHosts(g, pool.Client, hostNS)
+			g.Expect(byClaim).To(HaveKey(claim))
+			host = byClaim[claim]
+			g.Expect(host.Status.Provisioning.State).To(Equal(state))
+		}).WithTimeout(2*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), "machine %s's claim is bound", m3m.Name)
+		return &host
+	}
+
+	first := clusters[nsA].machine(t, mgmt.Client, "workers-v1-0", ofDeployment("workers", "workers-v1"))
+	host := hostOfClaim(first, bmov1alpha1.StateProvisioned)
+
+	// Rolling upgrade: the old machine goes, the binder deprovisions its
+	// host and keeps it for the deployment.
+	g.Expect(mgmt.Client.Delete(ctx, first)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(pool.Client.Get(ctx, client.ObjectKeyFromObject(host), host)).To(Succeed())
+		g.Expect(host.Spec.ConsumerRef).To(BeNil())
+		g.Expect(host.Annotations[hostclaim.KeptForAnnotation]).To(And(HavePrefix("pool-a/"), HaveSuffix("/md-workers")))
+		g.Expect(host.Status.Provisioning.State).To(Equal(bmov1alpha1.StateAvailable))
+	}).WithTimeout(2*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), "the host is released and kept for MachineDeployment workers")
+
+	// Another tenant's MachineDeployment of the same name does not get it.
+	intruder := clusters[nsB].machine(t, mgmt.Client, "workers-v1-0", ofDeployment("workers", "workers-v1"))
+	g.Eventually(func(g Gomega) string { return associatedMessage(g, mgmt.Client, intruder) }).
+		WithTimeout(30 * time.Second).Should(And(HavePrefix(infrav1.NoAvailableHostReason), ContainSubstring("kept for another claim's node reuse")))
+
+	// The deployment's next machine, of the new template, gets it back.
+	next := clusters[nsA].machine(t, mgmt.Client, "workers-v2-0", ofDeployment("workers", "workers-v2"))
+	g.Expect(hostOfClaim(next, bmov1alpha1.StateProvisioned).Name).To(Equal(host.Name))
+	g.Expect(pool.Client.Get(ctx, client.ObjectKeyFromObject(host), host)).To(Succeed())
+	g.Expect(host.Annotations).NotTo(HaveKey(hostclaim.KeptForAnnotation), "taken back: no longer kept")
+	g.Expect(associatedMessage(g, mgmt.Client, intruder)).To(HavePrefix(infrav1.NoAvailableHostReason), "the other tenant still waits")
+}

@@ -99,6 +99,12 @@ const (
 	KeptForAnnotation = "hostclaim.metal3.io/kept-for"
 	// KeptSinceAnnotation on a kept host: when it was kept (RFC 3339).
 	KeptSinceAnnotation = "hostclaim.metal3.io/kept-since"
+	// UnhealthyAnnotation on a claim says remediation gave up on its host
+	// (the name upstream CAPM3 puts on hosts). The binder marks the host
+	// with it at once; the mark outlives the claim, so the released host
+	// is bound to no claim (and kept for no node reuse) until the pool
+	// admin, having repaired it, removes the annotation from the host.
+	UnhealthyAnnotation = "capi.metal3.io/unhealthy"
 )
 
 // Labels the binder puts on what it writes in the host's namespace.

@@ -64,18 +64,30 @@ func HostSelector(sel bmov1alpha1.HostSelector) (labels.Selector, error) {
 	return selector, nil
 }
 
+// Why a host is never waited for, even when kept for the claim's key: it
+// may not become available without the pool admin.
+const (
+	reportingError  = "reporting an error"
+	markedUnhealthy = "marked unhealthy"
+	beingDeleted    = "being deleted"
+)
+
 // Unavailability says why host cannot be bound now, or "" if it can:
 // registered and inspected (available, or the deprecated ready), not
-// consumed, not paused or detached, reporting no error, not being deleted.
+// consumed, not marked unhealthy, not paused or detached, reporting no
+// error, not being deleted.
 // Power does not matter: the binder sets it from the claim.
 func Unavailability(host *bmov1alpha1.BareMetalHost) string {
 	switch {
 	case !host.DeletionTimestamp.IsZero():
-		return "being deleted"
+		return beingDeleted
 	case host.Spec.ConsumerRef != nil:
 		return "in use"
 	case host.Status.OperationalStatus == bmov1alpha1.OperationalStatusError || host.Status.ErrorMessage != "":
-		return "reporting an error"
+		return reportingError
+	}
+	if _, ok := host.Annotations[UnhealthyAnnotation]; ok {
+		return markedUnhealthy
 	}
 	for _, annotation := range []string{bmov1alpha1.PausedAnnotation, bmov1alpha1.DetachedAnnotation} {
 		if _, ok := host.Annotations[annotation]; ok {
@@ -141,8 +153,8 @@ func stateWords(host *bmov1alpha1.BareMetalHost) string {
 // narrows the admitted namespaces to one. A host kept for a reuse key
 // (KeptForAnnotation) is only offered to a claim of that key, which
 // prefers it and waits for it while it is not available yet (still bound
-// to the claim releasing it, deprovisioning), unless it is being deleted
-// or reports an error (then it may never be).
+// to the claim releasing it, deprovisioning), unless it is being deleted,
+// reports an error or is marked unhealthy (then it may never be).
 func Select(claim *bmov1alpha1.HostClaim, hosts []bmov1alpha1.BareMetalHost, admitted []string) (*Selection, error) {
 	selector, err := HostSelector(claim.Spec.HostSelector)
 	if err != nil {
@@ -182,7 +194,7 @@ func Select(claim *bmov1alpha1.HostClaim, hosts []bmov1alpha1.BareMetalHost, adm
 			result.Excluded[why]++
 			// A kept host still bound is being released for the key
 			// (the binder marks it when deprovisioning starts).
-			if keptFor != "" && host.DeletionTimestamp.IsZero() && why != "reporting an error" {
+			if keptFor != "" && why != beingDeleted && why != reportingError && why != markedUnhealthy {
 				keptNotReady = append(keptNotReady, host)
 			}
 			continue

@@ -92,6 +92,7 @@ func TestUnavailability(t *testing.T) {
 		{"paused", host("p/h", annotate(bmov1alpha1.PausedAnnotation, "")), "paused or detached"},
 		{"detached", host("p/h", annotate(bmov1alpha1.DetachedAnnotation, "")), "paused or detached"},
 		{"deleting", host("p/h", deleting), "being deleted"},
+		{"marked unhealthy by remediation", host("p/h", annotate(UnhealthyAnnotation, "")), "marked unhealthy"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,6 +232,14 @@ func TestSelect(t *testing.T) {
 			name:     "a kept host reporting an error is not waited for",
 			claim:    claim(withKey("md-1")),
 			hosts:    []bmov1alpha1.BareMetalHost{host("p/a"), host("p/z", annotate(KeptForAnnotation, "team-a/md-1"), state(bmov1alpha1.StateDeprovisioning), broken)},
+			admitted: []string{"p"},
+			want:     []string{"p/a"},
+		},
+		{
+			name:  "a kept host marked unhealthy is not waited for",
+			claim: claim(withKey("md-1")),
+			hosts: []bmov1alpha1.BareMetalHost{host("p/a"),
+				host("p/z", annotate(KeptForAnnotation, "team-a/md-1"), annotate(UnhealthyAnnotation, ""))},
 			admitted: []string{"p"},
 			want:     []string{"p/a"},
 		},

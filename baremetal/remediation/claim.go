@@ -91,9 +91,10 @@ func (h *claimHost) ReleaseReboot(ctx context.Context) error {
 	return h.annotate(ctx, h.rebootAnnotation, "", false)
 }
 
-// MarkUnhealthy marks the claim, where the tenant sees it. The binder does
-// not carry it to the host yet: the host goes back to the pool when the
-// machine's replacement deletes the claim.
+// MarkUnhealthy marks the claim, where the tenant sees it. The binder
+// carries the mark to the host, which keeps it when the machine's deletion
+// releases the claim: the pool binds it to no claim until its admin
+// clears it (hostclaim.UnhealthyAnnotation).
 func (h *claimHost) MarkUnhealthy(ctx context.Context) error {
 	return h.annotate(ctx, hostbinding.UnhealthyAnnotation, "", true)
 }

@@ -175,3 +175,45 @@ func TestNodeReuse(t *testing.T) {
 		g.Expect(h.Annotations).NotTo(HaveKey(hostclaim.KeptSinceAnnotation))
 	}).WithTimeout(nodeReuseGrace + 30*time.Second).Should(Succeed())
 }
+
+// TestUnhealthyHostLeavesPool: remediation's unhealthy mark on a claim is
+// carried to its host at once, stays when the claim goes (even one asking
+// to keep its host for node reuse), and no claim is bound to that host,
+// not even one of the node reuse key, which takes another host instead.
+func TestUnhealthyHostLeavesPool(t *testing.T) {
+	t.Parallel()
+	p := testPool(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := p.namespace(t, "tenant", nil)
+	poolNS := p.hosts(t, 2, &bmov1alpha1.HostClaimNamespaces{Names: []string{tenant}})
+	withKey := func(c *bmov1alpha1.HostClaim) { c.Annotations[hostclaim.NodeReuseKeyAnnotation] = "cluster/md" }
+	first := p.claim(t, tenant, "first", "", withKey)
+	sick := p.boundHost(t, first, 60*time.Second)
+
+	p.updateClaim(t, first, func(c *bmov1alpha1.HostClaim) {
+		c.Annotations[hostclaim.UnhealthyAnnotation] = ""
+		c.Annotations[hostclaim.KeepOnReleaseAnnotation] = "true"
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(p.getHost(g, poolNS, sick.Name).Annotations).To(HaveKey(hostclaim.UnhealthyAnnotation))
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the mark is on the host while the claim holds it")
+
+	g.Expect(p.env.Client.Delete(ctx, first)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		h := p.getHost(g, poolNS, sick.Name)
+		g.Expect(h.Spec.ConsumerRef).To(BeNil(), "released")
+		g.Expect(h.Annotations).To(HaveKey(hostclaim.UnhealthyAnnotation), "and still marked")
+		g.Expect(h.Annotations).NotTo(HaveKey(hostclaim.KeptForAnnotation), "kept for nobody")
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+
+	second := p.claim(t, tenant, "second", "", withKey)
+	g.Expect(p.boundHost(t, second, 60*time.Second).Name).NotTo(Equal(sick.Name), "the key's next claim takes the healthy host")
+	third := p.claim(t, tenant, "third", "")
+	g.Eventually(func(g Gomega) {
+		associated := condition(p.getClaim(g, third), bmov1alpha1.AssociatedCondition)
+		g.Expect(associated.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(associated.Message).To(ContainSubstring("1 marked unhealthy"))
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the marked host is no claim's, and the claim left waiting is told why")
+	g.Expect(p.getHost(g, poolNS, sick.Name).Spec.ConsumerRef).To(BeNil())
+}

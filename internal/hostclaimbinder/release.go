@@ -96,11 +96,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, claim *bmov1alpha1.Hos
 func (r *Reconciler) release(ctx context.Context, claim *bmov1alpha1.HostClaim, host *bmov1alpha1.BareMetalHost) (bool, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("host", klog.KObj(host))
 	keptFor := ""
-	if claim.Annotations[hostclaim.KeepOnReleaseAnnotation] == "true" {
+	_, unhealthy := claim.Annotations[hostclaim.UnhealthyAnnotation]
+	if claim.Annotations[hostclaim.KeepOnReleaseAnnotation] == "true" && !unhealthy {
+		// A host remediation gave up on is kept for nobody: the key's
+		// next claim would wait for it until the pool admin repairs it.
 		keptFor = hostclaim.ReuseID(claim)
 	}
 	if hasProvisioningSpec(host) {
 		updated := host.DeepCopy()
+		markUnhealthy(claim, updated)
 		updated.Spec.Image, updated.Spec.CustomDeploy = nil, nil
 		updated.Spec.UserData, updated.Spec.MetaData, updated.Spec.NetworkData = nil, nil, nil
 		updated.Spec.Online = false
@@ -127,6 +131,7 @@ func (r *Reconciler) release(ctx context.Context, claim *bmov1alpha1.HostClaim, 
 	}
 	updated := host.DeepCopy()
 	updated.Spec.ConsumerRef = nil
+	markUnhealthy(claim, updated)
 	if updated.Annotations[hostclaim.PausedAnnotation] == hostclaim.PausedByBinder {
 		delete(updated.Annotations, hostclaim.PausedAnnotation)
 	}
@@ -150,6 +155,12 @@ func (r *Reconciler) release(ctx context.Context, claim *bmov1alpha1.HostClaim, 
 		log.Info("released the host, kept for node reuse", "keptFor", keptFor)
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, "HostReleased", "Release",
 			"Released host %s/%s, kept for node reuse key %s", host.Namespace, host.Name, keptFor)
+	} else if unhealthy {
+		log.Info("released the host, marked unhealthy: it takes no claim until the pool admin clears the mark",
+			"annotation", hostclaim.UnhealthyAnnotation)
+		r.Recorder.Eventf(host, claim, corev1.EventTypeWarning, "HostMarkedUnhealthy", "Release",
+			"Remediation of HostClaim %s/%s gave up on this host; it takes no claim until %s is removed",
+			claim.Namespace, claim.Name, hostclaim.UnhealthyAnnotation)
 	} else {
 		log.Info("released the host")
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, "HostReleased", "Release",

@@ -103,7 +103,24 @@ func (r *Reconciler) syncHost(ctx context.Context, claim *bmov1alpha1.HostClaim,
 			"the host has the claim's image, data and power")
 	}
 	updated.Annotations = hostclaim.MirrorReboots(claim.Annotations, updated.Annotations)
+	markUnhealthy(claim, updated)
 	return r.patchHost(ctx, host, updated)
+}
+
+// markUnhealthy carries the claim's unhealthy mark to host, which then
+// takes no claim once released. The binder never removes it: the pool
+// admin does, having repaired the host.
+func markUnhealthy(claim *bmov1alpha1.HostClaim, host *bmov1alpha1.BareMetalHost) {
+	if _, unhealthy := claim.Annotations[hostclaim.UnhealthyAnnotation]; !unhealthy {
+		return
+	}
+	if _, marked := host.Annotations[hostclaim.UnhealthyAnnotation]; marked {
+		return
+	}
+	if host.Annotations == nil {
+		host.Annotations = map[string]string{}
+	}
+	host.Annotations[hostclaim.UnhealthyAnnotation] = ""
 }
 
 // patchHost sends the difference between host and updated, guarded by the

@@ -111,15 +111,37 @@ func (c *cluster) runningWorker(ctx context.Context, g Gomega, workload client.C
 	return machine, host, node
 }
 
-// hostOf is the host machine's Metal3Machine records.
+// hostOf is the host machine's Metal3Machine records, or in HostClaim
+// mode the host its claim is bound to.
 func (c *cluster) hostOf(ctx context.Context, g Gomega, machine *clusterv1.Machine) *bmov1alpha1.BareMetalHost {
-	m3m := &infrav1.Metal3Machine{}
-	g.Expect(c.mgmt.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: machine.Spec.InfrastructureRef.Name}, m3m)).To(Succeed())
-	namespace, name, ok := strings.Cut(m3m.Annotations[infrav1.HostAnnotation], "/")
+	m3m := c.metal3Machine(ctx, g, machine)
+	key := m3m.Annotations[infrav1.HostAnnotation]
+	if _, claimed := m3m.Annotations[infrav1.HostClaimAnnotation]; claimed {
+		ref := c.claimOf(ctx, g, machine).Status.BareMetalHost
+		g.Expect(ref).NotTo(BeNil(), "the claim of Metal3Machine %s is bound", m3m.Name)
+		key = ref.Namespace + "/" + ref.Name
+	}
+	namespace, name, ok := strings.Cut(key, "/")
 	g.Expect(ok).To(BeTrue(), "Metal3Machine %s has a host", m3m.Name)
 	host := &bmov1alpha1.BareMetalHost{}
 	g.Expect(c.hosts.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, host)).To(Succeed())
 	return host
+}
+
+// claimOf is the HostClaim of machine, in HostClaim mode.
+func (c *cluster) claimOf(ctx context.Context, g Gomega, machine *clusterv1.Machine) *bmov1alpha1.HostClaim {
+	m3m := c.metal3Machine(ctx, g, machine)
+	namespace, name, ok := strings.Cut(m3m.Annotations[infrav1.HostClaimAnnotation], "/")
+	g.Expect(ok).To(BeTrue(), "Metal3Machine %s has a claim", m3m.Name)
+	claim := &bmov1alpha1.HostClaim{}
+	g.Expect(c.hosts.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, claim)).To(Succeed())
+	return claim
+}
+
+func (c *cluster) metal3Machine(ctx context.Context, g Gomega, machine *clusterv1.Machine) *infrav1.Metal3Machine {
+	m3m := &infrav1.Metal3Machine{}
+	g.Expect(c.mgmt.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: machine.Spec.InfrastructureRef.Name}, m3m)).To(Succeed())
+	return m3m
 }
 
 // remediationEvents are the reasons of the Events recorded on the

@@ -39,6 +39,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remediation"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
 )
@@ -47,35 +48,51 @@ import (
 // after a reboot is tried again or given up on.
 const rebootTimeout = 100 * time.Second
 
-// TestRemediation runs both scenarios at once in one environment: a
-// reboot that heals a machine whose hosts are in a remote pool, and a
-// machine that no reboot heals, in-cluster, which Cluster API replaces.
+// TestRemediation runs the scenarios at once in one environment: a reboot
+// that heals a machine whose hosts are in a remote pool, the same through
+// a HostClaim (HostClaim mode), and a machine that no reboot heals,
+// in-cluster, which Cluster API replaces.
 func TestRemediation(t *testing.T) {
 	started := time.Now()
 	ctrl.SetLogger(logr.Discard())
 	environment := env.Start(t)
 	t.Logf("environment started in %s", elapsed(started))
 	t.Run("scenarios", func(t *testing.T) {
-		t.Run("RebootHealsWedgedKubeletOnRemotePool", rebootHealsWedgedKubelet(environment))
+		t.Run("RebootHealsWedgedKubeletOnRemotePool", rebootHealsWedgedKubelet(environment, infrav1.HostModeBareMetalHost))
+		t.Run("RebootHealsWedgedKubeletThroughHostClaim", rebootHealsWedgedKubelet(environment, infrav1.HostModeHostClaim))
 		t.Run("BrokenMachineReplacedAfterRetries", brokenMachineReplaced(environment))
 	})
 	t.Logf("wall time %s", elapsed(started))
 }
 
 // rebootHealsWedgedKubelet: a wedged kubelet, in a pool reached through an
-// identity, is healed by one reboot; the Node keeps its labels.
-func rebootHealsWedgedKubelet(environment *env.Environment) func(t *testing.T) {
+// identity, is healed by one reboot; the Node keeps its labels. In
+// HostClaim mode the reboot is asked of the machine's claim, and the
+// pool's binder passes it on to the host.
+func rebootHealsWedgedKubelet(environment *env.Environment, mode infrav1.HostMode) func(t *testing.T) {
 	return func(t *testing.T) {
 		t.Parallel()
 		started := time.Now()
 		defer func() { t.Logf("wall time %s", elapsed(started)) }()
 		ctx, g, mgmt, workload := context.Background(), NewWithT(t), environment.Management, environment.Workload.Client
-		kubeconfig, err := environment.AddPool(ctx, t, "pool-reboot", "capm3-reboot", 2)
+		name := "reboot"
+		var (
+			kubeconfig []byte
+			err        error
+		)
+		if mode == infrav1.HostModeHostClaim {
+			name = "reboot-claim"
+			err = environment.AddClaimPool(ctx, t, environment.Pool, "pool-reboot-claim", "claims-reboot", 2)
+			kubeconfig = environment.ClaimTenantKubeconfig(t, "claims-reboot", "capm3-reboot")
+		} else {
+			kubeconfig, err = environment.AddPool(ctx, t, "pool-reboot", "capm3-reboot", 2)
+		}
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(env.CreateNamespace(ctx, mgmt.Client, "tenant-reboot")).To(Succeed())
+		namespace := "tenant-" + name
+		g.Expect(env.CreateNamespace(ctx, mgmt.Client, namespace)).To(Succeed())
 		g.Expect(mgmt.CreateCluster(ctx, t, environment.Workload,
-			env.ClusterSpec{Namespace: "tenant-reboot", Name: "reboot", Identity: kubeconfig, Workers: 1})).To(Succeed())
-		c := &cluster{mgmt: mgmt.Client, namespace: "tenant-reboot", name: "reboot", hosts: environment.Pool.Client, hostsConfig: environment.Pool.Config}
+			env.ClusterSpec{Namespace: namespace, Name: name, Identity: kubeconfig, Workers: 1, HostMode: mode})).To(Succeed())
+		c := &cluster{mgmt: mgmt.Client, namespace: namespace, name: name, hosts: environment.Pool.Client, hostsConfig: environment.Pool.Config}
 		c.createHealthCheck(ctx, g, 1, rebootTimeout)
 		machine, host, node := c.runningWorker(ctx, g, workload, "")
 		t.Logf("worker %s runs on host %s/%s after %s", machine.Name, host.Namespace, host.Name, elapsed(started))
@@ -118,9 +135,18 @@ func rebootHealsWedgedKubelet(environment *env.Environment) func(t *testing.T) {
 
 		after := &bmov1alpha1.BareMetalHost{}
 		g.Expect(c.hosts.Get(ctx, client.ObjectKeyFromObject(host), after)).To(Succeed())
-		g.Expect(after.Annotations).NotTo(HaveKey(hostbinding.UnhealthyAnnotation))
-		g.Expect(after.Annotations).NotTo(HaveKey(HavePrefix(infrav1.RemediationRebootAnnotationPrefix)))
 		g.Expect(after.Status.PoweredOn).To(BeTrue())
+		marked := []client.Object{after}
+		if mode == infrav1.HostModeHostClaim {
+			claim := c.claimOf(ctx, g, machine)
+			g.Expect(after.Spec.ConsumerRef.UID).To(Equal(claim.UID), "the machine kept its claim, and the claim its host")
+			g.Expect(after.Annotations).NotTo(HaveKey(hostclaim.MirroredRebootsAnnotation), "the binder took back the reboot it mirrored")
+			marked = append(marked, claim)
+		}
+		for _, obj := range marked {
+			g.Expect(obj.GetAnnotations()).NotTo(HaveKey(hostbinding.UnhealthyAnnotation), "%T %s", obj, obj.GetName())
+			g.Expect(obj.GetAnnotations()).NotTo(HaveKey(HavePrefix(infrav1.RemediationRebootAnnotationPrefix)), "%T %s", obj, obj.GetName())
+		}
 		g.Eventually(func(g Gomega) []string { return c.remediationEvents(ctx, g, m3r.Name) }).Should(ContainElements(
 			remediation.EventRebootRequested, remediation.EventNodeDeleted, remediation.EventPowerOnRequested, remediation.EventNodeRestored))
 		c.logEvents(ctx, t, m3r.Name)

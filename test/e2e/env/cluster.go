@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"time"
 
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -38,6 +39,50 @@ import (
 // registers them and makes them available.
 func AddHosts(ctx context.Context, c client.Client, namespace, prefix string, count int) error {
 	return testenv.RegisterHosts(ctx, c, namespace, prefix, count)
+}
+
+// AddClaimPool makes hostNamespace of hosts (the pool, or a management
+// cluster for HostClaim mode without identityRef) a pool of count hosts
+// open to HostClaims from tenantNamespace there, which a HostDeployPolicy
+// admits by name, and starts the HostClaim binder on hosts if it is not
+// running yet.
+func (e *Environment) AddClaimPool(ctx context.Context, t testenv.T, hosts *testenv.Env, hostNamespace, tenantNamespace string, count int) error {
+	t.Helper()
+	e.startBinder(hosts)
+	if err := CreateNamespace(ctx, hosts.Client, hostNamespace); err != nil {
+		return err
+	}
+	policy := &bmov1alpha1.HostDeployPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: hostNamespace, Name: "tenants"},
+		Spec: bmov1alpha1.HostDeployPolicySpec{
+			HostClaimNamespaces: &bmov1alpha1.HostClaimNamespaces{Names: []string{tenantNamespace}},
+		},
+	}
+	if err := hosts.Client.Create(ctx, policy); err != nil {
+		return fmt.Errorf("create HostDeployPolicy %s/%s: %w", hostNamespace, policy.Name, err)
+	}
+	return AddHosts(ctx, hosts.Client, hostNamespace, hostNamespace, count)
+}
+
+// ClaimTenantKubeconfig returns a kubeconfig for the ServiceAccount
+// serviceAccount in namespace of the pool, which may only touch HostClaims,
+// their Secrets and HardwareData there (testenv.HostClaimTenantRules): the
+// identity of HostClaim mode.
+func (e *Environment) ClaimTenantKubeconfig(t testenv.T, namespace, serviceAccount string) []byte {
+	t.Helper()
+	return e.Pool.ServiceAccountKubeconfig(t, namespace, serviceAccount, 24*time.Hour, testenv.HostClaimTenantRules()...)
+}
+
+// startBinder runs the HostClaim binder on hosts for as long as the
+// environment, once.
+func (e *Environment) startBinder(hosts *testenv.Env) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.binders[hosts] {
+		return
+	}
+	hosts.StartHostClaimBinder(e.t)
+	e.binders[hosts] = true
 }
 
 // AddPool makes namespace a pool of count hosts on the pool API server and
@@ -67,6 +112,9 @@ type ClusterSpec struct {
 	WorkerIdentity []byte
 	// Workers is the MachineDeployment's replica count.
 	Workers int32
+	// HostMode is the Metal3Cluster's spec.hostMode; empty: the default,
+	// BareMetalHost mode.
+	HostMode infrav1.HostMode
 }
 
 // Image is what every machine of these clusters is provisioned with; the
@@ -98,6 +146,7 @@ func (m *Management) CreateCluster(ctx context.Context, t testenv.T, workload *t
 		Spec: infrav1.Metal3ClusterSpec{
 			ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.168.111.249", Port: 6443},
 			CloudProviderEnabled: ptr.To(false),
+			HostMode:             spec.HostMode,
 		},
 	}
 	if len(spec.Identity) > 0 {

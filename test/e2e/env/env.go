@@ -29,6 +29,7 @@ package env
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -87,6 +88,10 @@ type Environment struct {
 
 	t       testenv.T
 	kubelet *kubelet
+	mu      sync.Mutex
+	// binders are the clusters running a HostClaim binder, started with
+	// their first claim pool.
+	binders map[*testenv.Env]bool
 }
 
 // Management is a management cluster: Cluster API and the provider.
@@ -102,7 +107,7 @@ type Management struct {
 // Start starts the environment; it stops when t ends.
 func Start(t testenv.T) *Environment {
 	t.Helper()
-	e := &Environment{t: t}
+	e := &Environment{t: t, binders: map[*testenv.Env]bool{}}
 	e.Pool = testenv.Start(t, testenv.Options{Scheme: Scheme(), CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
 	e.Pool.StartBMO(t, "baremetal-operator-system")
 	e.Workload = testenv.Start(t, testenv.Options{Scheme: Scheme()})

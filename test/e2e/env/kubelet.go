@@ -47,9 +47,9 @@ const (
 // kubelet stands in for the kubelet of every host: a host the Bare Metal
 // Operator reports provisioned and powered on boots a node, which
 // registers with the workload cluster as kubelet would with the template's
-// configuration (named after the host, labelled with the host's UID, Ready
-// unless the test faulted it); a host that is no longer provisioned has no
-// node. A powered-off host's node is left as it was, as the API server
+// configuration (named after the host, labelled with the metal3.io/uuid of
+// its metadata, Ready unless the test faulted it); a host that is no
+// longer provisioned has no node. A powered-off host's node is left as it was, as the API server
 // keeps a silent node until the node lifecycle controller notices.
 type kubelet struct {
 	workload client.Client
@@ -201,14 +201,14 @@ func (k *kubelet) registerNode(ctx context.Context, host *bmov1alpha1.BareMetalH
 	case apierrors.IsNotFound(err):
 		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name:   host.Name,
-			Labels: map[string]string{controllers.HostUIDNodeLabel: string(host.UID)},
+			Labels: map[string]string{controllers.HostUIDNodeLabel: string(metadataUUID(host))},
 		}}
 		if err := k.workload.Create(ctx, node); err != nil {
 			return
 		}
 	case err != nil:
 		return
-	case node.Labels[controllers.HostUIDNodeLabel] != string(host.UID):
+	case node.Labels[controllers.HostUIDNodeLabel] != string(metadataUUID(host)):
 		// Another host of the same name (another pool namespace): its node
 		// was registered first.
 		return
@@ -232,4 +232,14 @@ func (k *kubelet) registerNode(ctx context.Context, host *bmov1alpha1.BareMetalH
 	ready.LastHeartbeatTime, ready.LastTransitionTime = now, now
 	node.Status.Conditions = []corev1.NodeCondition{ready}
 	_ = k.workload.Status().Update(ctx, node)
+}
+
+// metadataUUID is the metal3.io/uuid the provider renders into the
+// metadata of host's machine: the host's UID, or in HostClaim mode the
+// UID of the claim the host is bound to, the only host the tenant knows.
+func metadataUUID(host *bmov1alpha1.BareMetalHost) types.UID {
+	if ref := host.Spec.ConsumerRef; ref != nil && ref.Kind == "HostClaim" {
+		return ref.UID
+	}
+	return host.UID
 }
