@@ -86,10 +86,46 @@ var _ = Describe("A cluster in HostClaim mode", func() {
 		c.waitMachinesRunning(2)
 		Eventually(func(g Gomega) { c.expectClaimsBound(g, 2) }).Should(Succeed())
 
+		By("Pausing the Cluster: its claims pause, and the binder pauses their hosts")
+		c.setPaused(true)
+		Eventually(func(g Gomega) { c.expectClaimsPaused(g, tenantNamespace, true) }).Should(Succeed())
+		c.setPaused(false)
+		Eventually(func(g Gomega) { c.expectClaimsPaused(g, tenantNamespace, false) }).Should(Succeed())
+
 		c.deleteAndWaitReleased()
 		c.expectNoClaimLeft(tenantNamespace)
 	})
 })
+
+// setPaused sets the Cluster's spec.paused, as clusterctl move does.
+func (c *tenantCluster) setPaused(paused bool) {
+	GinkgoHelper()
+	cluster := c.cluster()
+	patch := client.MergeFrom(cluster.DeepCopy())
+	cluster.Spec.Paused = ptr.To(paused)
+	Expect(c.proxy.GetClient().Patch(ctx, cluster, patch)).To(Succeed())
+}
+
+// expectClaimsPaused checks that every claim of claimNamespace, and the
+// host it is bound to, is paused (by the provider, by the binder) or not.
+func (c *tenantCluster) expectClaimsPaused(g Gomega, claimNamespace string, paused bool) {
+	claims := &bmov1alpha1.HostClaimList{}
+	g.Expect(c.hosts.List(ctx, claims, client.InNamespace(claimNamespace))).To(Succeed())
+	g.Expect(claims.Items).NotTo(BeEmpty())
+	for _, claim := range claims.Items {
+		ref := claim.Status.BareMetalHost
+		g.Expect(ref).NotTo(BeNil())
+		host := &bmov1alpha1.BareMetalHost{}
+		g.Expect(c.hosts.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, host)).To(Succeed())
+		if paused {
+			g.Expect(claim.Annotations).To(HaveKey(hostclaim.PausedAnnotation), "claim %s", claim.Name)
+			g.Expect(host.Annotations).To(HaveKeyWithValue(hostclaim.PausedAnnotation, hostclaim.PausedByBinder), "host %s", host.Name)
+		} else {
+			g.Expect(claim.Annotations).NotTo(HaveKey(hostclaim.PausedAnnotation), "claim %s", claim.Name)
+			g.Expect(host.Annotations).NotTo(HaveKey(hostclaim.PausedAnnotation), "host %s", host.Name)
+		}
+	}
+}
 
 // expectNoClaimLeft waits until nothing of the cluster's claims, in
 // claimNamespace, is left where its hosts are: no claim, no HardwareData
