@@ -28,6 +28,7 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -120,7 +121,8 @@ func run(ctx context.Context, opts *options) error {
 		return err
 	}
 
-	log.Info("starting manager", "namespace", opts.watchNamespace, "watchFilter", opts.watchFilterValue)
+	log.Info("starting manager", "namespace", opts.watchNamespace, "providerNamespace", opts.providerNamespace,
+		"watchFilter", opts.watchFilterValue)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
@@ -151,16 +153,6 @@ func newManager(restConfig *rest.Config, scheme *runtime.Scheme, opts *options) 
 		return nil, fmt.Errorf("TLS or diagnostics options: %w", err)
 	}
 
-	cacheOptions := cache.Options{
-		SyncPeriod: &opts.syncPeriod,
-		// In-cluster hosts are cached as the remote identities' are: only
-		// what the provider reads.
-		ByObject: map[client.Object]cache.ByObject{&bmov1alpha1.BareMetalHost{}: {Transform: hostaccess.TransformHost()}},
-	}
-	if opts.watchNamespace != "" {
-		cacheOptions.DefaultNamespaces = map[string]cache.Config{opts.watchNamespace: {}}
-	}
-
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       *metricsOptions,
@@ -174,7 +166,7 @@ func newManager(restConfig *rest.Config, scheme *runtime.Scheme, opts *options) 
 		RetryPeriod:                   &opts.leaderElectRetryPeriod,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptr.To(gracefulShutdownTimeout),
-		Cache:                         cacheOptions,
+		Cache:                         cacheOptions(opts),
 		Client: client.Options{
 			Cache: &client.CacheOptions{
 				// Bootstrap data and identity Secrets are read rarely and
@@ -194,6 +186,29 @@ func newManager(restConfig *rest.Config, scheme *runtime.Scheme, opts *options) 
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
 	return mgr, nil
+}
+
+// cacheOptions configure the manager's cache: limited to --namespace when
+// set, except for the metadata of Secrets, which also includes the
+// provider's namespace, where Metal3ClusterIdentities' Secrets are.
+// Cluster-scoped kinds (Metal3ClusterIdentities, Namespaces) are cached
+// cluster-wide in any case.
+func cacheOptions(opts *options) cache.Options {
+	options := cache.Options{
+		SyncPeriod: &opts.syncPeriod,
+		// In-cluster hosts are cached as the remote identities' are: only
+		// what the provider reads.
+		ByObject: map[client.Object]cache.ByObject{&bmov1alpha1.BareMetalHost{}: {Transform: hostaccess.TransformHost()}},
+	}
+	if opts.watchNamespace != "" {
+		options.DefaultNamespaces = map[string]cache.Config{opts.watchNamespace: {}}
+		if opts.providerNamespace != opts.watchNamespace {
+			options.ByObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{
+				opts.watchNamespace: {}, opts.providerNamespace: {},
+			}}
+		}
+	}
+	return options
 }
 
 // setupChecks registers the probe endpoints. Readiness includes the webhook

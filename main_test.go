@@ -22,12 +22,14 @@ import (
 	"net/http"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -196,5 +198,61 @@ func TestIdentityPolicyFlags(t *testing.T) {
 				t.Fatalf("policy = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestProviderNamespace: the provider's namespace comes from
+// --provider-namespace, else the pod's (POD_NAMESPACE), else clusterctl's
+// default; a manager limited to --namespace still sees the metadata of the
+// Secrets of its own namespace, where Metal3ClusterIdentities' Secrets are.
+func TestProviderNamespace(t *testing.T) {
+	tests := []struct {
+		name         string
+		podNamespace string
+		args         []string
+		want         string
+		// wantSecretNamespaces are the namespaces the cache holds Secrets
+		// of; nil: every namespace (no --namespace).
+		wantSecretNamespaces []string
+	}{
+		{name: "default", want: "capm3-system"},
+		{name: "the pod's namespace", podNamespace: "metal3-provider", want: "metal3-provider"},
+		{name: "the flag wins", podNamespace: "metal3-provider", args: []string{"--provider-namespace=admins"}, want: "admins"},
+		{name: "limited to a namespace", args: []string{"--namespace=tenant-a"}, want: "capm3-system",
+			wantSecretNamespaces: []string{"tenant-a", "capm3-system"}},
+		{name: "limited to its own namespace", podNamespace: "tenant-a", args: []string{"--namespace=tenant-a"}, want: "tenant-a",
+			wantSecretNamespaces: []string{"tenant-a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("POD_NAMESPACE", tt.podNamespace)
+			opts, err := parseOptions(tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if opts.providerNamespace != tt.want {
+				t.Errorf("provider namespace = %q, want %q", opts.providerNamespace, tt.want)
+			}
+			cache := cacheOptions(opts)
+			var got []string
+			for obj, byObject := range cache.ByObject {
+				if _, ok := obj.(*corev1.Secret); ok {
+					for ns := range byObject.Namespaces {
+						got = append(got, ns)
+					}
+				}
+			}
+			if got == nil {
+				for ns := range cache.DefaultNamespaces {
+					got = append(got, ns)
+				}
+			}
+			if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(tt.wantSecretNamespaces))) {
+				t.Errorf("Secrets cached in %q, want %q", got, tt.wantSecretNamespaces)
+			}
+		})
+	}
+	if _, err := parseOptions([]string{"--provider-namespace="}); err == nil {
+		t.Error("an empty --provider-namespace is accepted")
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/flags"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
 )
 
@@ -50,6 +51,9 @@ type options struct {
 	// watchNamespace limits the manager to one namespace (CAPI contract:
 	// --namespace); empty means every namespace.
 	watchNamespace string
+	// providerNamespace is the namespace the provider runs in, where
+	// Metal3ClusterIdentities' Secrets without a namespace are.
+	providerNamespace string
 	// watchFilterValue limits reconciles to objects labelled
 	// cluster.x-k8s.io/watch-filter=<value> (CAPI contract: --watch-filter).
 	watchFilterValue string
@@ -145,6 +149,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 
 	fs.StringVar(&o.watchNamespace, "namespace", "",
 		"Namespace the controllers watch for Metal3 objects. Empty: all namespaces.")
+	fs.StringVar(&o.providerNamespace, "provider-namespace", defaultProviderNamespace(),
+		"Namespace the provider runs in, where a Metal3ClusterIdentity's kubeconfig Secret is when its secretRef names no namespace. Default: $POD_NAMESPACE, else "+identity.DefaultProviderNamespace+".")
 	fs.StringVar(&o.watchFilterValue, "watch-filter", "",
 		"Only reconcile objects whose cluster.x-k8s.io/watch-filter label has this value. Empty: no filter.")
 
@@ -250,6 +256,9 @@ func (o *options) validate() error {
 	if o.remote.qps <= 0 || o.remote.burst <= 0 {
 		return fmt.Errorf("--remote-client-qps and --remote-client-burst must be positive")
 	}
+	if o.providerNamespace == "" {
+		return fmt.Errorf("--provider-namespace must not be empty")
+	}
 	if o.syncPeriod <= 0 {
 		return fmt.Errorf("--sync-period must be positive")
 	}
@@ -263,6 +272,15 @@ func (o *options) validate() error {
 		}
 	}
 	return nil
+}
+
+// defaultProviderNamespace is the pod's namespace, which the deployment
+// passes as POD_NAMESPACE, else clusterctl's default one.
+func defaultProviderNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return identity.DefaultProviderNamespace
 }
 
 // nonEmpty drops blank entries of a list flag: an unset clusterctl variable

@@ -81,10 +81,11 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 			UserAgent:        controllerName,
 			Policy:           policy,
 		},
-		WatchFilterValue: opts.watchFilterValue,
-		Concurrency:      opts.concurrency,
-		FastTrack:        opts.fastTrack,
-		HostNameIPClaims: opts.hostNameIPClaims,
+		WatchFilterValue:  opts.watchFilterValue,
+		ProviderNamespace: opts.providerNamespace,
+		Concurrency:       opts.concurrency,
+		FastTrack:         opts.fastTrack,
+		HostNameIPClaims:  opts.hostNameIPClaims,
 	})
 	return err
 }

@@ -130,6 +130,9 @@ type fixtureOptions struct {
 	remote     hostaccess.Options
 	// hostNameIPClaims: --enable-bmh-name-based-preallocation.
 	hostNameIPClaims bool
+	// providerNamespace: --provider-namespace, where Metal3ClusterIdentities'
+	// Secrets are; the manager must watch it (a test namespace).
+	providerNamespace string
 }
 
 // startControllersWith runs the provider's controllers as configured, and
@@ -159,10 +162,11 @@ func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Schem
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	started, err := Setup(ctx, mgr, SetupOptions{
-		Remote:           opts.remote,
-		HostNameIPClaims: opts.hostNameIPClaims,
-		Concurrency:      Concurrency{Metal3Cluster: 4, Metal3Machine: 4, Metal3MachineTemplate: 1},
-		Controller:       controller.Options{SkipNameValidation: ptr.To(true)},
+		Remote:            opts.remote,
+		HostNameIPClaims:  opts.hostNameIPClaims,
+		ProviderNamespace: opts.providerNamespace,
+		Concurrency:       Concurrency{Metal3Cluster: 4, Metal3Machine: 4, Metal3MachineTemplate: 1},
+		Controller:        controller.Options{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		cancel()

@@ -33,9 +33,15 @@ const (
 	dataClaimIndex = "spec.claim.name"
 	// templateClusterIndex indexes Metal3DataTemplates by spec.clusterName.
 	templateClusterIndex = "spec.clusterName"
+	// clusterIdentitySecretIndex indexes Metal3ClusterIdentities by the
+	// namespace/name of their Secret, the provider's namespace standing in
+	// for an empty one.
+	clusterIdentitySecretIndex = "spec.secretRef"
 )
 
-func indexes(ctx context.Context, indexer client.FieldIndexer) error {
+// indexes registers the controllers' own field indexes; providerNamespace
+// is where a Metal3ClusterIdentity's Secret without a namespace is.
+func indexes(ctx context.Context, indexer client.FieldIndexer, providerNamespace string) error {
 	for _, index := range []struct {
 		obj     client.Object
 		field   string
@@ -46,6 +52,9 @@ func indexes(ctx context.Context, indexer client.FieldIndexer) error {
 		}},
 		{&infrav1.Metal3DataTemplate{}, templateClusterIndex, func(o client.Object) []string {
 			return []string{o.(*infrav1.Metal3DataTemplate).Spec.ClusterName}
+		}},
+		{&infrav1.Metal3ClusterIdentity{}, clusterIdentitySecretIndex, func(o client.Object) []string {
+			return []string{clusterIdentitySecret(o.(*infrav1.Metal3ClusterIdentity), providerNamespace).String()}
 		}},
 	} {
 		if err := indexer.IndexField(ctx, index.obj, index.field, index.extract); err != nil {

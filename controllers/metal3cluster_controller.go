@@ -73,7 +73,7 @@ type Metal3ClusterReconciler struct {
 // SetupWithManager registers the controller.
 func (r *Metal3ClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.Metal3Cluster{}).
 		WithOptions(options).
 		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
@@ -92,8 +92,13 @@ func (r *Metal3ClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 				GenericFunc: func(event.GenericEvent) bool { return false },
 			})).
 		// Its identity's Secret changing, connecting or disconnecting.
-		WatchesRawSource(r.Identities.Source("metal3cluster", r.secretToClusters)).
-		Complete(r)
+		WatchesRawSource(r.Identities.Source("metal3cluster", r.secretToClusters))
+	// Its Metal3ClusterIdentity, or its namespace's labels, changing
+	// whether it may use that identity.
+	for _, src := range clusterIdentitySources(mgr, r.clusterIdentityToClusters) {
+		b = b.WatchesRawSource(src)
+	}
+	return b.Complete(r)
 }
 
 // Reconcile brings one Metal3Cluster to its desired state.
@@ -148,13 +153,19 @@ func (r *Metal3ClusterReconciler) reconcileNormal(ctx context.Context, m3c *infr
 		return ctrl.Result{}, err
 	}
 
-	id := identity.OfCluster(m3c)
-	access, identityErr := r.Identities.HostAccess(ctx, id)
+	id, access, identityErr := hostaccess.Open(ctx, r.Identities, identity.OfCluster(m3c))
+	// Unless a cluster identity could not even be read, the cluster records
+	// the identity it uses now, and lets go of the one it used before.
+	if _, verdict := identity.AsError(identityErr); identityErr == nil || verdict || id.Key.Resolved() {
+		if err := r.releasePreviousIdentity(ctx, m3c, id); err != nil {
+			return ctrl.Result{}, err
+		}
+		m3c.Status.Identity = identity.Status(id, hostaccess.NamespaceOf(access))
+	}
 	identityCondition := identity.Condition(id, hostaccess.NamespaceOf(access), identityErr)
 	identityCondition.ObservedGeneration = m3c.Generation
 	recordIdentityTransition(ctx, r.Recorder, m3c, conditions.Get(m3c, infrav1.IdentityReadyCondition), identityCondition)
 	conditions.Set(m3c, identityCondition)
-	m3c.Status.Identity = identity.Status(id, hostaccess.NamespaceOf(access))
 	m3c.Status.FailureDomains = baremetal.ClusterFailureDomains(m3c)
 
 	endpointErr := baremetal.ValidateControlPlaneEndpoint(m3c)
@@ -197,43 +208,64 @@ func (r *Metal3ClusterReconciler) reconcileDelete(ctx context.Context, cluster *
 		})
 		return ctrl.Result{RequeueAfter: machinesGoneRequeue}, nil
 	}
-	if ref := m3c.Spec.IdentityRef; ref != nil {
-		if err := r.identitySecrets().Release(ctx, m3c.Namespace, ref.Name, m3c); err != nil {
+	if name := secretRefName(m3c.Spec.IdentityRef); name != "" {
+		if err := r.identitySecrets().Release(ctx, m3c.Namespace, name, m3c); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if err := r.Identities.Release(ctx, identity.OfCluster(m3c).Key, m3c); err != nil {
-		return ctrl.Result{}, err
+	// The identity the cluster names and the one it last used (an
+	// identityRef of kind Metal3ClusterIdentity says nothing of its Secret
+	// by itself; the status does): either may have no user left.
+	keys := []identity.Key{identity.OfCluster(m3c).Key}
+	if recorded, ok := identity.KeyFromStatus(m3c.Status.Identity, m3c.Namespace); ok && recorded != keys[0] {
+		keys = append(keys, recorded)
+	}
+	for _, key := range keys {
+		if err := r.Identities.Release(ctx, key, m3c); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	controllerutil.RemoveFinalizer(m3c, infrav1.Metal3ClusterFinalizer)
 	return ctrl.Result{}, nil
 }
 
-// protectIdentitySecret keeps the identity Secret in use from deletion and
-// makes clusterctl move carry it; a Secret the cluster stopped using (its
-// identityRef changed, e.g. after a pivot) is released.
+// protectIdentitySecret keeps the tenant's identity Secret in use from
+// deletion and makes clusterctl move carry it. Only a Secret identityRef's:
+// a Metal3ClusterIdentity's Secret is its admin's, in the provider's
+// namespace, and neither moves with a cluster nor waits for one.
 func (r *Metal3ClusterReconciler) protectIdentitySecret(ctx context.Context, m3c *infrav1.Metal3Cluster) error {
-	secrets := r.identitySecrets()
-	current := ""
-	if m3c.Spec.IdentityRef != nil {
-		current = m3c.Spec.IdentityRef.Name
-		if err := secrets.Protect(ctx, m3c.Namespace, current); err != nil {
-			return err
-		}
+	if name := secretRefName(m3c.Spec.IdentityRef); name != "" {
+		return r.identitySecrets().Protect(ctx, m3c.Namespace, name)
 	}
+	return nil
+}
+
+// releasePreviousIdentity lets go of the identity the cluster recorded
+// using, if it uses another one now (its identityRef changed, e.g. after a
+// pivot, or its Metal3ClusterIdentity no longer admits its namespace or
+// names another Secret): the previous one may have no user left. id is
+// the identity as resolved now.
+func (r *Metal3ClusterReconciler) releasePreviousIdentity(ctx context.Context, m3c *infrav1.Metal3Cluster, id identity.Identity) error {
 	previous, recorded := identity.KeyFromStatus(m3c.Status.Identity, m3c.Namespace)
-	if !recorded || previous == identity.OfCluster(m3c).Key {
+	if !recorded || previous == id.Key {
 		return nil
 	}
-	// The cluster uses another identity now (its identityRef changed, e.g.
-	// after a pivot): the previous one may have no user left.
 	if err := r.Identities.Release(ctx, previous, m3c); err != nil {
 		return err
 	}
-	if previous.SecretName != "" && previous.SecretName != current {
-		return secrets.Release(ctx, m3c.Namespace, previous.SecretName, m3c)
+	if previous.ClusterIdentity == "" && previous.SecretName != "" && previous.SecretName != secretRefName(m3c.Spec.IdentityRef) {
+		return r.identitySecrets().Release(ctx, m3c.Namespace, previous.SecretName, m3c)
 	}
 	return nil
+}
+
+// secretRefName is the tenant Secret ref names, "" unless it is of kind
+// Secret.
+func secretRefName(ref *infrav1.IdentityRef) string {
+	if ref == nil || ref.KindOrDefault() != infrav1.IdentityKindSecret {
+		return ""
+	}
+	return ref.Name
 }
 
 func (r *Metal3ClusterReconciler) identitySecrets() *identity.Secrets {
@@ -257,10 +289,12 @@ func (r *Metal3ClusterReconciler) metal3MachineToCluster(ctx context.Context, ob
 	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}}}
 }
 
-// secretToClusters maps an identity Secret to the Metal3Clusters that use it.
+// secretToClusters maps an identity Secret to the Metal3Clusters that use
+// it, in every namespace: a Metal3ClusterIdentity's Secret is used from
+// other namespaces than its own.
 func (r *Metal3ClusterReconciler) secretToClusters(ctx context.Context, secret types.NamespacedName) []ctrl.Request {
 	clusters := &infrav1.Metal3ClusterList{}
-	if err := r.Client.List(ctx, clusters, client.InNamespace(secret.Namespace),
+	if err := r.Client.List(ctx, clusters,
 		client.MatchingFields{identity.UsedIndex: identity.UsedSecret(secret)}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List the Metal3Clusters using an identity Secret", "secret", secret)
 		return nil
@@ -270,4 +304,11 @@ func (r *Metal3ClusterReconciler) secretToClusters(ctx context.Context, secret t
 		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
 	}
 	return requests
+}
+
+// clusterIdentityToClusters maps a Metal3ClusterIdentity or a namespace to
+// the Metal3Clusters using cluster identities that may change their mind.
+func (r *Metal3ClusterReconciler) clusterIdentityToClusters(ctx context.Context, value, namespace string) []ctrl.Request {
+	return listIdentityUsers(ctx, r.Client, func() client.ObjectList { return &infrav1.Metal3ClusterList{} },
+		value, namespace, r.WatchFilterValue)
 }

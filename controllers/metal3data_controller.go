@@ -221,13 +221,13 @@ func (r *Metal3DataReconciler) render(ctx context.Context, data *infrav1.Metal3D
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: data.Namespace, Name: data.Spec.Template.Name}, template); err != nil {
 		return ctrl.Result{}, fmt.Errorf("get Metal3DataTemplate %s/%s: %w", data.Namespace, data.Spec.Template.Name, err)
 	}
-	access, err := r.Identities.HostAccess(ctx, dm.id)
+	id, access, err := hostaccess.Open(ctx, r.Identities, dm.id)
 	if err != nil {
-		return r.identityFailure(data, dm.id, err), nil
+		return r.identityFailure(data, id, err), nil
 	}
 	// Recorded before any Secret is written: the only way to delete them
 	// once the machine is gone.
-	if err := identity.RecordOn(data, dm.id, dm.m3m.Name); err != nil {
+	if err := identity.RecordOn(data, id, dm.m3m.Name); err != nil {
 		return ctrl.Result{}, err
 	}
 	binding := hostbinding.For(dm.id.Mode, hostbinding.Options{Client: r.Client, Access: access, Machine: dm.machine, M3Machine: dm.m3m})
@@ -280,7 +280,17 @@ func (r *Metal3DataReconciler) reconcileDelete(ctx context.Context, data *infrav
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		access, err := r.Identities.HostAccess(ctx, id)
+		// A Metal3ClusterIdentity, recorded or the machine's, is resolved
+		// again, and its admission of the data's namespace checked, like
+		// for any other use: a namespace it no longer admits keeps its
+		// data, and their Secrets next to the hosts, until it is admitted
+		// again (or the pool's admin removes them). Deleting them anyway
+		// would need a use of the identity that skips admission, and the
+		// record it would rest on is an annotation the tenant can edit: it
+		// could name any identity, and so reach any pool. It also keeps the
+		// promise of revocation that nothing next to the namespace's hosts
+		// changes, the Secrets of a machine still running on one included.
+		id, access, err := hostaccess.Open(ctx, r.Identities, id)
 		if err != nil {
 			// The Secrets next to the host can only be deleted through the
 			// identity: the finalizer stays until it is reachable.

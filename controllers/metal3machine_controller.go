@@ -91,7 +91,7 @@ func (r *Metal3MachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if err != nil {
 		return err
 	}
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.Metal3Machine{}).
 		WithOptions(options).
 		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
@@ -113,8 +113,13 @@ func (r *Metal3MachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &infrav1.Metal3Machine{}, handler.OnlyControllerOwner())).
 		Watches(&infrav1.Metal3Data{}, handler.EnqueueRequestsFromMapFunc(r.dataToMetal3Machine)).
 		// Its identity's Secret changing, connecting or disconnecting.
-		WatchesRawSource(r.Identities.Source("metal3machine", r.secretToMachines)).
-		Build(r)
+		WatchesRawSource(r.Identities.Source("metal3machine", r.secretToMachines))
+	// Its Metal3ClusterIdentity, or its namespace's labels, changing
+	// whether it may use that identity.
+	for _, src := range clusterIdentitySources(mgr, r.clusterIdentityToMachines) {
+		b = b.WatchesRawSource(src)
+	}
+	c, err := b.Build(r)
 	if err != nil {
 		return err
 	}
@@ -145,7 +150,10 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	id, identityErr := identity.ResolveMachine(ctx, r.Client, m3m)
 	var access hostaccess.HostAccess
 	if identityErr == nil {
-		access, identityErr = r.Identities.HostAccess(ctx, id)
+		// A Metal3ClusterIdentity that does not admit the machine's
+		// namespace gives no access: the machine, and its host, are left
+		// as they are until it does.
+		id, access, identityErr = hostaccess.Open(ctx, r.Identities, id)
 	}
 	if identityErr == nil {
 		// Host events of this identity reach their machines from now on.

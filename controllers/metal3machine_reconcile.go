@@ -59,8 +59,9 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 		s.metadataOnly = true
 		return ctrl.Result{}, nil
 	}
-	if ref := m3m.Spec.IdentityRef; ref != nil {
-		if err := r.identitySecrets().Protect(ctx, m3m.Namespace, ref.Name); err != nil {
+	// Only a tenant's Secret is protected, not a Metal3ClusterIdentity's.
+	if name := secretRefName(m3m.Spec.IdentityRef); name != "" {
+		if err := r.identitySecrets().Protect(ctx, m3m.Namespace, name); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -201,8 +202,8 @@ func (r *Metal3MachineReconciler) reconcileDelete(ctx context.Context, s *machin
 			"Waiting for the Metal3DataClaim, its Metal3Data and the Secrets next to the host to be deleted")
 		return ctrl.Result{RequeueAfter: dataGoneRequeue}, nil
 	}
-	if ref := s.m3m.Spec.IdentityRef; ref != nil {
-		if err := r.identitySecrets().Release(ctx, s.m3m.Namespace, ref.Name, s.m3m); err != nil {
+	if name := secretRefName(s.m3m.Spec.IdentityRef); name != "" {
+		if err := r.identitySecrets().Release(ctx, s.m3m.Namespace, name, s.m3m); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

@@ -97,16 +97,21 @@ func hostConsumer(ctx context.Context, c client.Reader, key identity.Key, obj cl
 	if err := c.Get(ctx, name, m3m); err != nil {
 		return nil
 	}
-	if used, ok := identity.KeyFromStatus(m3m.Status.Identity, m3m.Namespace); !ok || used != key {
+	// Connections, not keys, are compared: a connection serves every
+	// identity on its Secret and context, and its watch was registered by
+	// whichever came first.
+	if used, ok := identity.KeyFromStatus(m3m.Status.Identity, m3m.Namespace); !ok || !used.SameConnection(key) {
 		return nil
 	}
 	return m3m
 }
 
-// secretToMachines maps an identity Secret to the Metal3Machines that use it.
+// secretToMachines maps an identity Secret to the Metal3Machines that use
+// it, in every namespace: a Metal3ClusterIdentity's Secret is used from
+// other namespaces than its own.
 func (r *Metal3MachineReconciler) secretToMachines(ctx context.Context, secret types.NamespacedName) []ctrl.Request {
 	machines := &infrav1.Metal3MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(secret.Namespace),
+	if err := r.Client.List(ctx, machines,
 		client.MatchingFields{identity.UsedIndex: identity.UsedSecret(secret)}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List the Metal3Machines using an identity Secret", "secret", secret)
 		return nil
@@ -116,6 +121,14 @@ func (r *Metal3MachineReconciler) secretToMachines(ctx context.Context, secret t
 		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
 	}
 	return requests
+}
+
+// clusterIdentityToMachines maps a Metal3ClusterIdentity or a namespace to
+// the Metal3Machines using cluster identities, through their own
+// identityRef or, as recorded, their cluster's.
+func (r *Metal3MachineReconciler) clusterIdentityToMachines(ctx context.Context, value, namespace string) []ctrl.Request {
+	return listIdentityUsers(ctx, r.Client, func() client.ObjectList { return &infrav1.Metal3MachineList{} },
+		value, namespace, r.WatchFilterValue)
 }
 
 // bootstrapSecretToMetal3Machines maps a bootstrap data Secret to the

@@ -208,7 +208,7 @@ func (r *Metal3RemediationReconciler) findHost(ctx context.Context, m3r *infrav1
 	id, err := identity.ResolveMachine(ctx, r.Client, m3m)
 	var access hostaccess.HostAccess
 	if err == nil {
-		access, err = r.Identities.HostAccess(ctx, id)
+		id, access, err = hostaccess.Open(ctx, r.Identities, id)
 	}
 	if err != nil {
 		remediation.ReportTarget(m3r, nil, &remediation.TargetError{Reason: infrav1.IdentityNotReadyReason,
@@ -216,7 +216,13 @@ func (r *Metal3RemediationReconciler) findHost(ctx context.Context, m3r *infrav1
 		retry := ctrl.Result{RequeueAfter: hostMissingRequeue}
 		if ie, ok := identity.AsError(err); ok {
 			retry = ctrl.Result{RequeueAfter: r.Identities.RetryAfter(id.Key)}
-			if ie.Terminal {
+			switch {
+			case !id.Key.Resolved():
+				// A Metal3ClusterIdentity missing or not admitting the
+				// namespace: nothing wakes remediations when that
+				// changes, so they look again now and then.
+				retry = ctrl.Result{RequeueAfter: hostMissingRequeue}
+			case ie.Terminal:
 				// A change of the Secret wakes the remediation (Source).
 				retry = ctrl.Result{}
 			}
@@ -328,7 +334,9 @@ func (r *Metal3RemediationReconciler) existingRemediation(ctx context.Context, n
 // Metal3Machines using it.
 func (r *Metal3RemediationReconciler) secretToRemediations(ctx context.Context, secret types.NamespacedName) []ctrl.Request {
 	machines := &infrav1.Metal3MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(secret.Namespace),
+	// In every namespace: a Metal3ClusterIdentity's Secret is used from
+	// other namespaces than its own.
+	if err := r.Client.List(ctx, machines,
 		client.MatchingFields{identity.UsedIndex: identity.UsedSecret(secret)}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List the Metal3Machines using an identity Secret", "secret", secret)
 		return nil

@@ -86,6 +86,10 @@ type SetupOptions struct {
 	// Controller holds options applied to every controller (e.g.
 	// SkipNameValidation when several managers share a process in tests).
 	Controller controller.Options
+	// ProviderNamespace is the namespace the provider runs in, where a
+	// Metal3ClusterIdentity's secretRef without a namespace points;
+	// identity.DefaultProviderNamespace when empty.
+	ProviderNamespace string
 }
 
 // Controllers are what Setup started, for callers that need them.
@@ -98,13 +102,18 @@ type Controllers struct {
 // they share, the field indexes they read through, and CAPI's workload
 // ClusterCache with mgr. main and the tests use the same wiring.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controllers, error) {
+	providerNamespace := opts.ProviderNamespace
+	if providerNamespace == "" {
+		providerNamespace = identity.DefaultProviderNamespace
+	}
 	if err := identity.Indexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	if err := indexes(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := indexes(ctx, mgr.GetFieldIndexer(), providerNamespace); err != nil {
 		return nil, err
 	}
 	remoteOpts := opts.Remote
+	remoteOpts.ProviderNamespace = providerNamespace
 	// CAPI's ClusterCache requires these; the identity cache shares them.
 	if remoteOpts.UserAgent == "" {
 		remoteOpts.UserAgent = "cluster-api-provider-metal3"
@@ -115,6 +124,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	remoteOpts.SecretReader = mgr.GetAPIReader()
 	remoteOpts.InClusterReader = mgr.GetAPIReader()
 	remoteOpts.ManagementCache = mgr.GetCache()
+	// Metal3ClusterIdentities and Namespaces are cluster-scoped: the
+	// manager's cache holds them whatever namespaces it is limited to.
+	remoteOpts.ClusterIdentityReader = mgr.GetCache()
 	remoteOpts.InClusterClient = mgr.GetClient()
 	remoteOpts.Scheme = mgr.GetScheme()
 	remoteOpts.Recorder = mgr.GetEventRecorder("identity-cache")
@@ -166,6 +178,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 		Recorder: mgr.GetEventRecorder("metal3cluster-controller"),
 	}).SetupWithManager(ctx, mgr, options(concurrency.Metal3Cluster)); err != nil {
 		return nil, fmt.Errorf("set up Metal3Cluster controller: %w", err)
+	}
+	if err := (&Metal3ClusterIdentityReconciler{
+		Client: mgr.GetClient(), Identities: identities, ProviderNamespace: providerNamespace,
+	}).SetupWithManager(ctx, mgr, options(1)); err != nil {
+		return nil, fmt.Errorf("set up Metal3ClusterIdentity controller: %w", err)
 	}
 	if err := (&Metal3MachineReconciler{
 		Client: mgr.GetClient(), Identities: identities, ClusterCache: workloadClusters, WatchFilterValue: opts.WatchFilterValue,

@@ -16,22 +16,60 @@ limitations under the License.
 
 package v1beta1
 
-// IdentityRef names the credentials used to reach the BareMetalHosts: a
-// Secret, in the same namespace as the object that refers to it, holding a
-// kubeconfig under the key "kubeconfig" (else "value"). The BareMetalHosts are
-// looked up in the namespace of the chosen context, or in the referring
-// object's namespace when the context sets none.
+// IdentityRef names the credentials used to reach the BareMetalHosts, by
+// kind:
+//   - Secret (the default, as before kind existed): a Secret in the same
+//     namespace as the object that refers to it, holding a kubeconfig under
+//     the key "kubeconfig" (else "value"). The tenant holds the credentials.
+//   - Metal3ClusterIdentity: a cluster-scoped identity set up by a platform
+//     admin, whose kubeconfig Secret tenants cannot read. It is usable only
+//     from the namespaces its allowedNamespaces admits, and it chooses the
+//     context itself.
+//
+// The BareMetalHosts are looked up in the namespace of the chosen context,
+// or in the referring object's namespace when the context sets none.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'Metal3ClusterIdentity' || !has(self.context) || size(self.context) == 0",message="context must be empty when kind is Metal3ClusterIdentity: the identity's secretRef chooses the context"
 type IdentityRef struct {
-	// name of the Secret holding the kubeconfig.
+	// kind of the credentials: Secret or Metal3ClusterIdentity. Empty
+	// means Secret.
+	// +optional
+	// +kubebuilder:default=Secret
+	Kind IdentityKind `json:"kind,omitempty"`
+
+	// name of the Secret holding the kubeconfig, or of the
+	// Metal3ClusterIdentity.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 
 	// context selects a context of the kubeconfig. Empty means the
-	// kubeconfig's current context.
+	// kubeconfig's current context. Only for kind Secret: a
+	// Metal3ClusterIdentity names its context in its own secretRef.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Context string `json:"context,omitempty"`
+}
+
+// IdentityKind says what an identityRef's name refers to.
+// +kubebuilder:validation:Enum=Secret;Metal3ClusterIdentity
+type IdentityKind string
+
+const (
+	// IdentityKindSecret: name is a kubeconfig Secret in the referring
+	// object's namespace.
+	IdentityKindSecret IdentityKind = "Secret"
+	// IdentityKindMetal3ClusterIdentity: name is a Metal3ClusterIdentity.
+	IdentityKindMetal3ClusterIdentity IdentityKind = "Metal3ClusterIdentity"
+)
+
+// KindOrDefault is the kind of the reference, Secret when it is unset:
+// objects written before kind existed, or not yet defaulted, mean a Secret.
+func (r *IdentityRef) KindOrDefault() IdentityKind {
+	if r.Kind == "" {
+		return IdentityKindSecret
+	}
+	return r.Kind
 }
 
 // HostMode says how a machine gets its host.
@@ -53,7 +91,7 @@ const (
 )
 
 // IdentitySource says where the credentials in use come from.
-// +kubebuilder:validation:Enum=InCluster;Secret
+// +kubebuilder:validation:Enum=InCluster;Secret;Metal3ClusterIdentity
 type IdentitySource string
 
 const (
@@ -62,6 +100,9 @@ const (
 	IdentitySourceInCluster IdentitySource = "InCluster"
 	// IdentitySourceSecret means a kubeconfig Secret named by an identityRef.
 	IdentitySourceSecret IdentitySource = "Secret"
+	// IdentitySourceMetal3ClusterIdentity means the kubeconfig Secret of a
+	// Metal3ClusterIdentity named by an identityRef.
+	IdentitySourceMetal3ClusterIdentity IdentitySource = "Metal3ClusterIdentity"
 )
 
 // IdentityStatus reports the identity an object was last reconciled with,
@@ -72,11 +113,24 @@ type IdentityStatus struct {
 	// +optional
 	Source IdentitySource `json:"source,omitempty"`
 
-	// secretName is the kubeconfig Secret, when source is Secret.
+	// identityName is the Metal3ClusterIdentity, when source is
+	// Metal3ClusterIdentity.
+	// +optional
+	IdentityName string `json:"identityName,omitempty"`
+
+	// secretNamespace is the namespace of the kubeconfig Secret, when source
+	// is Metal3ClusterIdentity (a Secret identityRef's is the object's own).
+	// Empty while the identity cannot be used from the object's namespace.
+	// +optional
+	SecretNamespace string `json:"secretNamespace,omitempty"`
+
+	// secretName is the kubeconfig Secret, when source is Secret, or the
+	// one the Metal3ClusterIdentity named when it was last used.
 	// +optional
 	SecretName string `json:"secretName,omitempty"`
 
-	// context of the kubeconfig in use, when source is Secret.
+	// context of the kubeconfig in use, when source is Secret or
+	// Metal3ClusterIdentity.
 	// +optional
 	Context string `json:"context,omitempty"`
 
@@ -138,6 +192,14 @@ const (
 	// IdentityNotAnAPIServerReason: the server did not answer the discovery
 	// handshake as a Kubernetes API server; its answer is not shown.
 	IdentityNotAnAPIServerReason = "NotAnAPIServer"
+	// IdentityNotFoundReason: the Metal3ClusterIdentity named by identityRef
+	// does not exist.
+	IdentityNotFoundReason = "IdentityNotFound"
+	// IdentityNamespaceNotAllowedReason: the Metal3ClusterIdentity named by
+	// identityRef does not admit the object's namespace (its
+	// allowedNamespaces). Nothing is done with it: no host is claimed,
+	// changed or released until the namespace is admitted again.
+	IdentityNamespaceNotAllowedReason = "NamespaceNotAllowed"
 )
 
 // Generic reasons usable by any condition.

@@ -44,6 +44,7 @@ const samplesDir = "testdata/samples"
 var allKinds = []string{
 	"Metal3Cluster",
 	"Metal3ClusterTemplate",
+	"Metal3ClusterIdentity",
 	"Metal3Machine",
 	"Metal3MachineTemplate",
 	"Metal3DataTemplate",
@@ -52,6 +53,9 @@ var allKinds = []string{
 	"Metal3Remediation",
 	"Metal3RemediationTemplate",
 }
+
+// clusterScopedKinds have no namespace; their samples must not set one.
+var clusterScopedKinds = map[string]bool{"Metal3ClusterIdentity": true}
 
 // identityRefPaths says where each kind that supports identityRef carries it;
 // each of these kinds needs at least one sample that sets it.
@@ -225,7 +229,11 @@ func TestSamplesRoundTrip(t *testing.T) {
 			if name := lookup(s.obj, []string{"metadata", "name"}); name == nil || name == "" {
 				t.Errorf("sample has no metadata.name")
 			}
-			if ns := lookup(s.obj, []string{"metadata", "namespace"}); ns != "tenant-a" {
+			ns := lookup(s.obj, []string{"metadata", "namespace"})
+			switch {
+			case clusterScopedKinds[s.kind()] && ns != nil:
+				t.Errorf("metadata.namespace = %v, want none: %s is cluster-scoped", ns, s.kind())
+			case !clusterScopedKinds[s.kind()] && ns != "tenant-a":
 				t.Errorf("metadata.namespace = %v, want tenant-a", ns)
 			}
 

@@ -41,9 +41,20 @@ import (
 // NewIdentityCache returns the implementation the manager runs; package
 // fake has one for unit tests.
 type Cache interface {
+	// Resolve returns id with the Secret of its Metal3ClusterIdentity, if
+	// it names one and that identity admits id.ObjectNamespace (see
+	// identity.ClusterIdentities); any other id as it is. The returned id
+	// is what the object uses, also with an error (an *identity.Error
+	// saying IdentityNotFound or NamespaceNotAllowed): an unresolved key.
+	Resolve(ctx context.Context, id identity.Identity) (identity.Identity, error)
+
 	// HostAccess returns access to the hosts of id, connecting the identity
 	// on first use. The error is an *identity.Error when the identity cannot
-	// be used; its Reason is the IdentityReady condition's.
+	// be used; its Reason is the IdentityReady condition's. An id of a
+	// Metal3ClusterIdentity must be resolved (Resolve, or Open for both),
+	// and still resolve to the same Secret: it is refused otherwise, so no
+	// caller can use a cluster identity from a namespace it does not admit.
+	// The access's Key is id.Key.
 	HostAccess(ctx context.Context, id identity.Identity) (HostAccess, error)
 
 	// Watch has w watch its kind in the hosts' namespace of key, once per
@@ -72,6 +83,18 @@ type Cache interface {
 	// SecretMetadata reads Secret metadata from the management cluster's
 	// cache (no data, no request).
 	SecretMetadata() client.Reader
+}
+
+// Open resolves id and returns its host access: what a controller does
+// before it touches hosts. The identity returned is id as resolved, also
+// when err is not nil: what the object records in status.identity.
+func Open(ctx context.Context, c Cache, id identity.Identity) (identity.Identity, HostAccess, error) {
+	id, err := c.Resolve(ctx, id)
+	if err != nil {
+		return id, nil, err
+	}
+	access, err := c.HostAccess(ctx, id)
+	return id, access, err
 }
 
 // SecretMapFunc maps an identity Secret to the requests of a controller's

@@ -69,6 +69,8 @@ type IdentityCache struct {
 	connecting map[identity.Key]*sync.Mutex
 
 	routes routes
+
+	clusterIdentities identity.ClusterIdentities
 }
 
 var _ Cache = &IdentityCache{}
@@ -87,6 +89,9 @@ func NewIdentityCache(opts Options) (*IdentityCache, error) {
 		states:     map[identity.Key]*keyState{},
 		connecting: map[identity.Key]*sync.Mutex{},
 		routes:     newRoutes(),
+		clusterIdentities: identity.ClusterIdentities{
+			Reader: opts.ClusterIdentityReader, ProviderNamespace: opts.ProviderNamespace,
+		},
 	}, nil
 }
 
@@ -114,10 +119,18 @@ func (c *IdentityCache) Start(ctx context.Context) error {
 // NeedLeaderElection: remote watches only feed controllers, which run on the leader.
 func (c *IdentityCache) NeedLeaderElection() bool { return true }
 
+// Resolve implements Cache.
+func (c *IdentityCache) Resolve(ctx context.Context, id identity.Identity) (identity.Identity, error) {
+	return c.clusterIdentities.Resolve(ctx, id)
+}
+
 // HostAccess implements Cache.
 func (c *IdentityCache) HostAccess(ctx context.Context, id identity.Identity) (HostAccess, error) {
 	if id.Key.IsInCluster() {
 		return &hostAccess{key: id.Key, namespace: id.ObjectNamespace, client: c.opts.InClusterClient, reader: c.opts.InClusterReader}, nil
+	}
+	if id.Key.ClusterIdentity != "" {
+		return c.clusterIdentityAccess(ctx, id)
 	}
 	access, err := c.remoteAccess(ctx, id)
 	if err != nil {
@@ -131,6 +144,38 @@ func (c *IdentityCache) HostAccess(ctx context.Context, id identity.Identity) (H
 		}
 	}
 	return access, nil
+}
+
+// clusterIdentityAccess serves an identity resolved from a
+// Metal3ClusterIdentity through the connection of its Secret and context,
+// shared with every other user of them, whichever identity (or Secret
+// identityRef) they came through. The identity is resolved again first: a
+// key resolved earlier, or read back from a status or a record, is only
+// used while the identity still admits the namespace and still names that
+// Secret, so no caller can skip admission.
+func (c *IdentityCache) clusterIdentityAccess(ctx context.Context, id identity.Identity) (HostAccess, error) {
+	if !id.Key.Resolved() {
+		return nil, fmt.Errorf("%s is not resolved: Resolve it before asking for its hosts", id.Key)
+	}
+	current, err := c.Resolve(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if current.Key != id.Key {
+		return nil, fmt.Errorf("%s now resolves to %s: resolve it again", id.Key, current.Key)
+	}
+	connection := id
+	connection.Key = id.Key.Connection()
+	access, err := c.HostAccess(ctx, connection)
+	if err != nil {
+		if ie, ok := identity.AsError(err); ok {
+			return nil, ie.For(id.Key)
+		}
+		return nil, err
+	}
+	shared := *access.(*hostAccess)
+	shared.key = id.Key
+	return &shared, nil
 }
 
 // ConnectedKeys lists the identities with a running accessor.
@@ -189,9 +234,13 @@ func (c *IdentityCache) remoteAccess(ctx context.Context, id identity.Identity) 
 		c.recordFailure(key, secret.ResourceVersion, "", err, false)
 		return nil, err
 	}
+	// Without a namespace in the context, the hosts are in the Secret's
+	// namespace: for a Secret identityRef that is the object's own, and
+	// for a Metal3ClusterIdentity, whose users are in many namespaces, it
+	// keeps one connection per Secret and context.
 	namespace := parsed.namespace
 	if namespace == "" {
-		namespace = id.ObjectNamespace
+		namespace = key.SecretNamespace
 	}
 
 	c.mu.Lock()
@@ -291,9 +340,12 @@ func (c *IdentityCache) backoff(failures int) time.Duration {
 
 // RetryAfter implements Cache.
 func (c *IdentityCache) RetryAfter(key identity.Key) time.Duration {
+	if !key.Resolved() {
+		return c.opts.MinBackoff
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if state, ok := c.states[key]; ok && !state.retryAt.IsZero() {
+	if state, ok := c.states[key.Connection()]; ok && !state.retryAt.IsZero() {
 		if d := time.Until(state.retryAt); d > 0 {
 			return d
 		}

@@ -21,11 +21,14 @@ limitations under the License.
 // tenancy.
 //
 // The Cache (cache.go) is the interface controllers program against, shaped
-// like CAPI's ClusterCache: HostAccess for a client, Watch to run their own
+// like CAPI's ClusterCache: Resolve for an identity of a
+// Metal3ClusterIdentity (its Secret, if it admits the object's namespace;
+// Open does both steps), HostAccess for a client, Watch to run their own
 // watches on the hosts' cluster of an identity, Source for the requests an
 // identity Secret raises, Release when an object stops using an identity.
 // IdentityCache implements it: connection.go connects, probes, backs off and
-// disconnects identities; routing.go delivers Secret changes to the
+// disconnects identities, one connection per Secret and context however
+// many identities name them (identity.Key.Connection); routing.go delivers Secret changes to the
 // controllers' sources, starts their watches, and finds who still uses an
 // identity through identity.UsedIndex; accessor.go is one connection's
 // client and informer cache, kept small since dozens run at once: its REST

@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
 // Options configure a Cache. Zero durations take the defaults.
@@ -36,6 +38,14 @@ type Options struct {
 	// metadata-only informer on Secrets in it, to notice rotation and
 	// deletion without reading every Secret's data.
 	ManagementCache cache.Cache
+	// ClusterIdentityReader reads Metal3ClusterIdentities and Namespace
+	// metadata to resolve cluster identities; defaults to ManagementCache.
+	ClusterIdentityReader client.Reader
+	// ProviderNamespace is the namespace the provider runs in, where a
+	// Metal3ClusterIdentity's secretRef without a namespace points;
+	// defaults to identity.DefaultProviderNamespace. With a manager limited
+	// to namespaces (--namespace), Secrets of ManagementCache must include it.
+	ProviderNamespace string
 	// InClusterClient is the manager's client, used for the in-cluster identity.
 	InClusterClient client.Client
 	// InClusterReader reads from the management API server without cache
@@ -103,6 +113,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxResponseBytes == 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if o.ClusterIdentityReader == nil {
+		o.ClusterIdentityReader = o.ManagementCache
+	}
+	if o.ProviderNamespace == "" {
+		o.ProviderNamespace = identity.DefaultProviderNamespace
 	}
 }
 

@@ -128,6 +128,12 @@ func (c *IdentityCache) Watch(_ context.Context, key identity.Key, w Watcher) er
 		c.routes.inClusterWatches[w.Name()] = true
 		return nil
 	}
+	if !key.Resolved() {
+		return fmt.Errorf("%s is not resolved: it has no hosts to watch", key)
+	}
+	// One watch per connection, whichever identity asks: the watcher's
+	// mapping compares connections (identity.Key.SameConnection).
+	key = key.Connection()
 	c.mu.Lock()
 	state, ok := c.states[key]
 	var acc *accessor
@@ -143,9 +149,11 @@ func (c *IdentityCache) Watch(_ context.Context, key identity.Key, w Watcher) er
 
 // Release implements Cache.
 func (c *IdentityCache) Release(ctx context.Context, key identity.Key, leaving client.Object) error {
-	if key.IsInCluster() {
+	if key.IsInCluster() || !key.Resolved() {
+		// An unresolved cluster identity was never connected for this user.
 		return nil
 	}
+	key = key.Connection()
 	inUse, err := c.inUse(ctx, key, leaving)
 	if err != nil || inUse {
 		return err
@@ -159,11 +167,13 @@ func (c *IdentityCache) Release(ctx context.Context, key identity.Key, leaving c
 	return nil
 }
 
-// inUse reports whether an object other than leaving records using key.
+// inUse reports whether an object other than leaving records using the
+// connection key, in any namespace: the users of a Metal3ClusterIdentity's
+// Secret are in other namespaces than the Secret.
 func (c *IdentityCache) inUse(ctx context.Context, key identity.Key, leaving client.Object) (bool, error) {
 	for _, newList := range c.opts.Users {
 		list := newList()
-		if err := c.opts.ManagementCache.List(ctx, list, client.InNamespace(key.SecretNamespace),
+		if err := c.opts.ManagementCache.List(ctx, list,
 			client.MatchingFields{identity.UsedIndex: identity.UsedKey(key)}); err != nil {
 			return true, fmt.Errorf("list users of identity %s: %w", key, err)
 		}

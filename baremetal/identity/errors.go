@@ -32,6 +32,8 @@ type Error struct {
 	// identityRef, RBAC); retrying sooner than the next change is pointless.
 	Terminal bool
 	cause    error
+	// detail is Message without the identity it is about.
+	detail string
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -46,11 +48,23 @@ func AsError(err error) (*Error, bool) {
 }
 
 func NewError(key Key, reason string, terminal bool, cause error, format string, args ...any) *Error {
+	detail := fmt.Sprintf(format, args...)
 	return &Error{
 		Key:      key,
 		Reason:   reason,
 		Terminal: terminal,
-		Message:  fmt.Sprintf("identity %s: ", key) + fmt.Sprintf(format, args...),
+		Message:  fmt.Sprintf("identity %s: %s", key, detail),
 		cause:    cause,
+		detail:   detail,
 	}
+}
+
+// For is e about key instead: a connection's error as the users of a
+// Metal3ClusterIdentity see it, naming the identity they asked for.
+func (e *Error) For(key Key) *Error {
+	if e.Key == key {
+		return e
+	}
+	return &Error{Key: key, Reason: e.Reason, Terminal: e.Terminal, Message: fmt.Sprintf("identity %s: %s", key, e.detail),
+		cause: e.cause, detail: e.detail}
 }

@@ -27,14 +27,28 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
 
-// Key names one set of credentials: a kubeconfig Secret and the
-// context chosen in it. The zero key is the provider's in-cluster identity.
-// It is the key of the Cache: every object using the same Secret and context
-// shares one client, one informer cache and one health probe.
+// Key names one set of credentials: a kubeconfig Secret and the context
+// chosen in it, and, when they come from a Metal3ClusterIdentity, its name.
+// The zero key is the provider's in-cluster identity.
+//
+// A key of a Metal3ClusterIdentity is unresolved (ClusterIdentity set, no
+// Secret) until the identity is read and found to admit the object's
+// namespace (ClusterIdentities.Resolve); because it carries the identity's
+// name it can never equal the zero key, so an identity that could not be
+// resolved is never mistaken for the provider's own credentials.
+//
+// The connection to the hosts is made per Connection, the Secret and context
+// alone: every object using the same Secret and context, directly or
+// through any Metal3ClusterIdentity, shares one client, one informer cache
+// and one health probe.
 type Key struct {
+	// ClusterIdentity is the Metal3ClusterIdentity the credentials come
+	// from; empty for a Secret identityRef and in-cluster.
+	ClusterIdentity string
 	SecretNamespace string
 	SecretName      string
-	// Context as written in the identityRef; empty means the current context.
+	// Context as written in the identityRef or the identity's secretRef;
+	// empty means the current context.
 	Context string
 }
 
@@ -44,19 +58,43 @@ var InCluster = Key{}
 // IsInCluster reports whether k is the provider's own identity.
 func (k Key) IsInCluster() bool { return k == InCluster }
 
+// Resolved reports whether k names its Secret: always, but for a
+// Metal3ClusterIdentity not resolved yet.
+func (k Key) Resolved() bool { return k.ClusterIdentity == "" || k.SecretName != "" }
+
+// Connection is the credentials of k alone, without the identity they were
+// found through: the key of the host-access layer's connections. It is
+// meaningful only for a resolved key.
+func (k Key) Connection() Key {
+	return Key{SecretNamespace: k.SecretNamespace, SecretName: k.SecretName, Context: k.Context}
+}
+
+// SameConnection reports whether k and other are resolved and use the same
+// credentials.
+func (k Key) SameConnection(other Key) bool {
+	return k.Resolved() && other.Resolved() && k.Connection() == other.Connection()
+}
+
 // Secret is the namespace/name of the kubeconfig Secret.
 func (k Key) Secret() types.NamespacedName {
 	return types.NamespacedName{Namespace: k.SecretNamespace, Name: k.SecretName}
 }
 
 func (k Key) String() string {
-	if k.IsInCluster() {
+	secret := fmt.Sprintf("secret %s/%s", k.SecretNamespace, k.SecretName)
+	if k.Context != "" {
+		secret += fmt.Sprintf(" context %q", k.Context)
+	}
+	switch {
+	case k.IsInCluster():
 		return "in-cluster"
+	case k.ClusterIdentity == "":
+		return secret
+	case !k.Resolved():
+		return "Metal3ClusterIdentity " + k.ClusterIdentity
+	default:
+		return fmt.Sprintf("Metal3ClusterIdentity %s (%s)", k.ClusterIdentity, secret)
 	}
-	if k.Context == "" {
-		return fmt.Sprintf("secret %s/%s", k.SecretNamespace, k.SecretName)
-	}
-	return fmt.Sprintf("secret %s/%s context %q", k.SecretNamespace, k.SecretName, k.Context)
 }
 
 // Identity is the resolved identity of one object: the credentials, and the
@@ -72,13 +110,19 @@ type Identity struct {
 }
 
 // fromRef turns an identityRef of an object in namespace into an
-// Identity; a nil ref is the in-cluster identity.
+// Identity; a nil ref is the in-cluster identity. A ref of kind
+// Metal3ClusterIdentity gives an unresolved key: which Secret it stands for,
+// and whether namespace may use it, is ClusterIdentities.Resolve's to say.
 func fromRef(ref *infrav1.IdentityRef, namespace string, mode infrav1.HostMode) Identity {
 	id := Identity{ObjectNamespace: namespace, Mode: mode}
 	if mode == "" {
 		id.Mode = infrav1.HostModeBareMetalHost
 	}
-	if ref != nil {
+	switch {
+	case ref == nil:
+	case ref.KindOrDefault() == infrav1.IdentityKindMetal3ClusterIdentity:
+		id.Key = Key{ClusterIdentity: ref.Name}
+	default:
 		id.Key = Key{SecretNamespace: namespace, SecretName: ref.Name, Context: ref.Context}
 	}
 	return id

@@ -67,6 +67,18 @@ func TestResolveMachineIdentity(t *testing.T) {
 		return m
 	}
 	own := &infrav1.IdentityRef{Name: "own-pool"}
+	ownClusterIdentity := &infrav1.IdentityRef{Kind: infrav1.IdentityKindMetal3ClusterIdentity, Name: "pool-west"}
+	m3cWithClusterIdentity := &infrav1.Metal3Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "shared"},
+		Spec: infrav1.Metal3ClusterSpec{IdentityRef: &infrav1.IdentityRef{
+			Kind: infrav1.IdentityKindMetal3ClusterIdentity, Name: "pool-east"}},
+	}
+	if err := c.Create(context.Background(), clusterWithInfra("shared", infrav1.GroupVersion.Group, "Metal3Cluster")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), m3cWithClusterIdentity); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		machine *infrav1.Metal3Machine
@@ -82,6 +94,13 @@ func TestResolveMachineIdentity(t *testing.T) {
 		{name: "cluster without identityRef: in-cluster", machine: machine("incluster", nil), want: InCluster},
 		{name: "infrastructure is not a Metal3Cluster: in-cluster", machine: machine("other", nil), want: InCluster},
 		{name: "infrastructure is not a Metal3Cluster, own identityRef", machine: machine("other", own),
+			want: Key{SecretNamespace: "tenant-a", SecretName: "own-pool"}},
+		// A Metal3ClusterIdentity is named, not resolved: which Secret it
+		// stands for, and whether tenant-a may use it, is Resolve's to say.
+		{name: "cluster's Metal3ClusterIdentity", machine: machine("shared", nil), want: Key{ClusterIdentity: "pool-east"}},
+		{name: "own Metal3ClusterIdentity wins over the cluster's Secret", machine: machine("metal3", ownClusterIdentity),
+			want: Key{ClusterIdentity: "pool-west"}},
+		{name: "own Secret wins over the cluster's Metal3ClusterIdentity", machine: machine("shared", own),
 			want: Key{SecretNamespace: "tenant-a", SecretName: "own-pool"}},
 		{name: "no cluster label yet", machine: machine("", nil), wantErr: "cluster.x-k8s.io/cluster-name"},
 		{name: "cluster missing", machine: machine("gone", nil), wantErr: "Cluster tenant-a/gone"},

@@ -45,13 +45,23 @@ func Condition(id Identity, hostNamespace string, err error) metav1.Condition {
 }
 
 // Status reports the identity in use for an object's status; hostNamespace
-// is empty while the identity's hosts cannot be reached.
+// is empty while the identity's hosts cannot be reached. A
+// Metal3ClusterIdentity is recorded by name, with its Secret once it is
+// resolved: an object of a namespace it does not admit records only the
+// name, and so is no user of the identity's connection.
 func Status(id Identity, hostNamespace string) *infrav1.IdentityStatus {
 	status := &infrav1.IdentityStatus{Source: infrav1.IdentitySourceInCluster, HostNamespace: id.ObjectNamespace}
-	if !id.Key.IsInCluster() {
+	switch key := id.Key; {
+	case key.IsInCluster():
+	case key.ClusterIdentity != "":
+		status.Source, status.IdentityName, status.HostNamespace = infrav1.IdentitySourceMetal3ClusterIdentity, key.ClusterIdentity, ""
+		if key.Resolved() {
+			status.SecretNamespace, status.SecretName, status.Context = key.SecretNamespace, key.SecretName, key.Context
+		}
+	default:
 		status.Source = infrav1.IdentitySourceSecret
-		status.SecretName = id.Key.SecretName
-		status.Context = id.Key.Context
+		status.SecretName = key.SecretName
+		status.Context = key.Context
 		status.HostNamespace = ""
 	}
 	if hostNamespace != "" {

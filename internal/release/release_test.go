@@ -113,8 +113,8 @@ func TestComponents(t *testing.T) {
 	}
 
 	crds := byKind["CustomResourceDefinition"]
-	if len(crds) != 9 {
-		t.Errorf("%d CRDs, want 9", len(crds))
+	if len(crds) != 10 {
+		t.Errorf("%d CRDs, want 10", len(crds))
 	}
 	for _, crd := range crds {
 		labels := crd.GetLabels()
@@ -205,7 +205,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{ComponentsFile, MetadataFile, "cluster-template.yaml", "cluster-template-identity.yaml",
-		"cluster-template-multi-pool.yaml", "cluster-template-topology.yaml", "clusterclass-metal3.yaml"} {
+		"cluster-template-cluster-identity.yaml", "cluster-template-multi-pool.yaml", "cluster-template-topology.yaml", "clusterclass-metal3.yaml"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("release lacks %s (has %v)", want, names)
 		}

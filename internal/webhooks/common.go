@@ -38,24 +38,60 @@ import (
 // are free-form but a kilobyte of name is a mistake, not a context.
 const maxContextNameLength = 253
 
-// validateIdentityRef checks that ref can name a Secret: the Secret itself is
-// looked up at reconcile time and reported through the IdentityReady condition.
+// identityKinds are the kinds an identityRef may name, as the CRD's enum
+// lists them.
+var identityKinds = []infrav1.IdentityKind{infrav1.IdentityKindSecret, infrav1.IdentityKindMetal3ClusterIdentity}
+
+// validateIdentityRef checks that ref can name a Secret or a
+// Metal3ClusterIdentity: what it names is looked up at reconcile time and
+// reported through the IdentityReady condition.
 func validateIdentityRef(ref *infrav1.IdentityRef, path *field.Path) field.ErrorList {
 	if ref == nil {
 		return nil
 	}
 	var errs field.ErrorList
+	kind := ref.KindOrDefault()
+	what := "kubeconfig Secret"
+	switch kind {
+	case infrav1.IdentityKindSecret:
+	case infrav1.IdentityKindMetal3ClusterIdentity:
+		what = "Metal3ClusterIdentity"
+	default:
+		errs = append(errs, field.NotSupported(path.Child("kind"), kind, identityKinds))
+	}
 	if ref.Name == "" {
-		errs = append(errs, field.Required(path.Child("name"), "name of the kubeconfig Secret is required"))
+		errs = append(errs, field.Required(path.Child("name"), "name of the "+what+" is required"))
 	} else {
 		for _, msg := range validation.IsDNS1123Subdomain(ref.Name) {
-			errs = append(errs, field.Invalid(path.Child("name"), ref.Name, "must be a valid Secret name: "+msg))
+			errs = append(errs, field.Invalid(path.Child("name"), ref.Name, "must be a valid "+what+" name: "+msg))
 		}
 	}
 	if len(ref.Context) > maxContextNameLength {
 		errs = append(errs, field.TooLong(path.Child("context"), ref.Context, maxContextNameLength))
 	}
+	if kind == infrav1.IdentityKindMetal3ClusterIdentity && ref.Context != "" {
+		errs = append(errs, field.Forbidden(path.Child("context"),
+			"must be empty when kind is Metal3ClusterIdentity: the identity's spec.secretRef.context chooses the context"))
+	}
 	return errs
+}
+
+// defaultIdentityRef writes the kind an identityRef without one has always
+// meant, Secret, so that readers of the object need not know the default.
+func defaultIdentityRef(ref *infrav1.IdentityRef) {
+	if ref != nil && ref.Kind == "" {
+		ref.Kind = infrav1.IdentityKindSecret
+	}
+}
+
+// sameIdentityRef reports whether a and b name the same credentials. An
+// unset kind and Secret are the same: an object stored before kind existed
+// must not count as changed when the defaulted kind is written.
+func sameIdentityRef(a, b *infrav1.IdentityRef) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.KindOrDefault() == b.KindOrDefault() && a.Name == b.Name && a.Context == b.Context
 }
 
 // validateConsumerIDUnchanged keeps the consumer ID annotation as it was

@@ -88,7 +88,7 @@ func TestAPIServerAdmission(t *testing.T) {
 		for _, crd := range crds.Items {
 			names = append(names, crd.Spec.Names.Kind)
 		}
-		g.Expect(names).To(ConsistOf("Metal3Cluster", "Metal3ClusterTemplate", "Metal3Machine", "Metal3MachineTemplate",
+		g.Expect(names).To(ConsistOf("Metal3Cluster", "Metal3ClusterTemplate", "Metal3ClusterIdentity", "Metal3Machine", "Metal3MachineTemplate",
 			"Metal3DataTemplate", "Metal3DataClaim", "Metal3Data", "Metal3Remediation", "Metal3RemediationTemplate"))
 	})
 
@@ -108,7 +108,9 @@ func TestAPIServerAdmission(t *testing.T) {
 					t.Fatal(err)
 				}
 				obj := fromYAML(t, string(data))
-				obj.SetNamespace(tenantNamespace)
+				if obj.GetNamespace() != "" { // cluster-scoped kinds have none
+					obj.SetNamespace(tenantNamespace)
+				}
 				if err := c.Create(ctx, obj); err != nil {
 					t.Fatalf("%s was rejected: %v", filepath.Base(file), err)
 				}
@@ -156,7 +158,7 @@ metadata: {name: bad-identity, namespace: tenant-a}
 spec:
   controlPlaneEndpoint: {host: 192.168.111.249, port: 6443}
   identityRef: {name: "Pool_East"}`,
-			wantInMessage: []string{"spec.identityRef.name", "valid Secret name"},
+			wantInMessage: []string{"spec.identityRef.name", "valid kubeconfig Secret name"},
 		},
 		{
 			name: "Metal3Cluster without a control plane endpoint",

@@ -52,10 +52,10 @@ var (
 	_ admission.Validator[*infrav1.Metal3Cluster] = &Metal3Cluster{}
 )
 
-// Default fills in the API server port and derives cloudProviderEnabled from
-// the deprecated noCloudProvider, so controllers read one field. It does not
-// write noCloudProvider back: then a set noCloudProvider is always the user's,
-// and worth a deprecation warning.
+// Default fills in the API server port and identityRef's kind, and derives
+// cloudProviderEnabled from the deprecated noCloudProvider, so controllers
+// read one field. It does not write noCloudProvider back: then a set
+// noCloudProvider is always the user's, and worth a deprecation warning.
 func (*Metal3Cluster) Default(_ context.Context, c *infrav1.Metal3Cluster) error {
 	defaultMetal3ClusterSpec(&c.Spec)
 	return nil
@@ -68,6 +68,7 @@ func defaultMetal3ClusterSpec(spec *infrav1.Metal3ClusterSpec) {
 	if spec.CloudProviderEnabled == nil && spec.NoCloudProvider != nil {
 		spec.CloudProviderEnabled = ptr.To(!*spec.NoCloudProvider)
 	}
+	defaultIdentityRef(spec.IdentityRef)
 }
 
 // ValidateCreate validates a new Metal3Cluster.

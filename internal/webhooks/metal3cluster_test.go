@@ -101,9 +101,25 @@ var clusterSpecDefaultCases = []struct {
 		expect: infrav1.Metal3ClusterSpec{NoCloudProvider: ptr.To(true), CloudProviderEnabled: ptr.To(true)},
 	},
 	{
-		name:   "identityRef untouched",
-		spec:   infrav1.Metal3ClusterSpec{IdentityRef: &infrav1.IdentityRef{Name: "pool-east-kubeconfig"}},
-		expect: infrav1.Metal3ClusterSpec{IdentityRef: &infrav1.IdentityRef{Name: "pool-east-kubeconfig"}},
+		name: "identityRef kind Secret when unset",
+		spec: infrav1.Metal3ClusterSpec{IdentityRef: &infrav1.IdentityRef{Name: "pool-east-kubeconfig", Context: "pool-east"}},
+		expect: infrav1.Metal3ClusterSpec{IdentityRef: &infrav1.IdentityRef{
+			Kind: infrav1.IdentityKindSecret, Name: "pool-east-kubeconfig", Context: "pool-east",
+		}},
+	},
+	{
+		name: "identityRef kind Metal3ClusterIdentity kept",
+		spec: infrav1.Metal3ClusterSpec{IdentityRef: &infrav1.IdentityRef{
+			Kind: infrav1.IdentityKindMetal3ClusterIdentity, Name: "pool-east",
+		}},
+		expect: infrav1.Metal3ClusterSpec{IdentityRef: &infrav1.IdentityRef{
+			Kind: infrav1.IdentityKindMetal3ClusterIdentity, Name: "pool-east",
+		}},
+	},
+	{
+		name:   "no identityRef added",
+		spec:   infrav1.Metal3ClusterSpec{},
+		expect: infrav1.Metal3ClusterSpec{},
 	},
 }
 
@@ -188,6 +204,46 @@ var clusterSpecCases = []clusterSpecCase{
 			s.IdentityRef = &infrav1.IdentityRef{Name: "pool-east-kubeconfig", Context: strings.Repeat("c", 254)}
 		},
 		wantFields: []string{"identityRef.context"},
+	},
+	{
+		name: "valid identityRef of kind Secret",
+		mutate: func(s *infrav1.Metal3ClusterSpec) {
+			s.IdentityRef = &infrav1.IdentityRef{Kind: infrav1.IdentityKindSecret, Name: "pool-east-kubeconfig", Context: "pool-east"}
+		},
+	},
+	{
+		name: "valid identityRef of kind Metal3ClusterIdentity",
+		mutate: func(s *infrav1.Metal3ClusterSpec) {
+			s.IdentityRef = &infrav1.IdentityRef{Kind: infrav1.IdentityKindMetal3ClusterIdentity, Name: "pool-east"}
+		},
+	},
+	{
+		name: "identityRef of an unknown kind",
+		mutate: func(s *infrav1.Metal3ClusterSpec) {
+			s.IdentityRef = &infrav1.IdentityRef{Kind: "ConfigMap", Name: "pool-east-kubeconfig"}
+		},
+		wantFields: []string{"identityRef.kind"},
+	},
+	{
+		name: "identityRef of kind Metal3ClusterIdentity with a context",
+		mutate: func(s *infrav1.Metal3ClusterSpec) {
+			s.IdentityRef = &infrav1.IdentityRef{Kind: infrav1.IdentityKindMetal3ClusterIdentity, Name: "pool-east", Context: "pool-east"}
+		},
+		wantFields: []string{"identityRef.context"},
+	},
+	{
+		name: "identityRef of kind Metal3ClusterIdentity without a name",
+		mutate: func(s *infrav1.Metal3ClusterSpec) {
+			s.IdentityRef = &infrav1.IdentityRef{Kind: infrav1.IdentityKindMetal3ClusterIdentity}
+		},
+		wantFields: []string{"identityRef.name"},
+	},
+	{
+		name: "identityRef of kind Metal3ClusterIdentity with an invalid name",
+		mutate: func(s *infrav1.Metal3ClusterSpec) {
+			s.IdentityRef = &infrav1.IdentityRef{Kind: infrav1.IdentityKindMetal3ClusterIdentity, Name: "Pool_East"}
+		},
+		wantFields: []string{"identityRef.name"},
 	},
 	{
 		name:       "port out of range",
@@ -310,6 +366,29 @@ func TestMetal3ClusterValidateUpdate(t *testing.T) {
 			new: func(*infrav1.Metal3Cluster) {},
 		},
 		{
+			// As its name, the Metal3Cluster's identityRef kind may change:
+			// a tenant's own Secret is replaced by its admin's identity.
+			name: "identityRef kind changed",
+			old: func(c *infrav1.Metal3Cluster) {
+				c.Spec.IdentityRef = &infrav1.IdentityRef{Kind: infrav1.IdentityKindSecret, Name: "pool-east"}
+			},
+			new: func(c *infrav1.Metal3Cluster) {
+				c.Spec.IdentityRef = &infrav1.IdentityRef{Kind: infrav1.IdentityKindMetal3ClusterIdentity, Name: "pool-east"}
+			},
+		},
+		{
+			name: "identityRef changed to a Metal3ClusterIdentity with a context",
+			old: func(c *infrav1.Metal3Cluster) {
+				c.Spec.IdentityRef = &infrav1.IdentityRef{Name: "pool-east-kubeconfig", Context: "pool-east"}
+			},
+			new: func(c *infrav1.Metal3Cluster) {
+				c.Spec.IdentityRef = &infrav1.IdentityRef{
+					Kind: infrav1.IdentityKindMetal3ClusterIdentity, Name: "pool-east", Context: "pool-east",
+				}
+			},
+			wantFields: []string{"spec.identityRef.context"},
+		},
+		{
 			name: "failure domains changed",
 			old:  func(*infrav1.Metal3Cluster) {},
 			new: func(c *infrav1.Metal3Cluster) {
@@ -376,7 +455,9 @@ func TestMetal3ClusterTemplateValidateCreate(t *testing.T) {
 
 func TestMetal3ClusterTemplateValidateUpdate(t *testing.T) {
 	tests := []struct {
-		name       string
+		name string
+		// old, when set, changes the template as stored before the update.
+		old        func(*infrav1.Metal3ClusterTemplate)
 		new        func(*infrav1.Metal3ClusterTemplate)
 		wantFields []string
 	}{
@@ -397,6 +478,27 @@ func TestMetal3ClusterTemplateValidateUpdate(t *testing.T) {
 				t.Spec.Template.Spec.IdentityRef = &infrav1.IdentityRef{Name: "pool-west-kubeconfig"}
 			},
 			wantFields: []string{"spec.template.spec"},
+		},
+		{
+			name: "identityRef kind changed",
+			old: func(t *infrav1.Metal3ClusterTemplate) {
+				t.Spec.Template.Spec.IdentityRef = &infrav1.IdentityRef{Name: "pool-east"}
+			},
+			new: func(t *infrav1.Metal3ClusterTemplate) {
+				t.Spec.Template.Spec.IdentityRef = &infrav1.IdentityRef{Kind: infrav1.IdentityKindMetal3ClusterIdentity, Name: "pool-east"}
+			},
+			wantFields: []string{"spec.template.spec"},
+		},
+		{
+			// A template stored before kind existed is not changed by the
+			// defaulted kind.
+			name: "identityRef kind Secret written where it was unset",
+			old: func(t *infrav1.Metal3ClusterTemplate) {
+				t.Spec.Template.Spec.IdentityRef = &infrav1.IdentityRef{Name: "pool-east-kubeconfig"}
+			},
+			new: func(t *infrav1.Metal3ClusterTemplate) {
+				t.Spec.Template.Spec.IdentityRef = &infrav1.IdentityRef{Kind: infrav1.IdentityKindSecret, Name: "pool-east-kubeconfig"}
+			},
 		},
 		{
 			name:       "controlPlaneEndpoint changed",
@@ -421,6 +523,10 @@ func TestMetal3ClusterTemplateValidateUpdate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			oldT, newT := validMetal3ClusterTemplate(), validMetal3ClusterTemplate()
+			if tc.old != nil {
+				tc.old(oldT)
+				tc.old(newT)
+			}
 			tc.new(newT)
 			_, err := (&Metal3ClusterTemplate{}).ValidateUpdate(context.Background(), oldT, newT)
 			expectFieldErrors(t, err, tc.wantFields...)

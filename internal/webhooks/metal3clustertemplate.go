@@ -58,7 +58,11 @@ func (*Metal3ClusterTemplate) ValidateCreate(_ context.Context, t *infrav1.Metal
 func (*Metal3ClusterTemplate) ValidateUpdate(ctx context.Context, oldTemplate, newTemplate *infrav1.Metal3ClusterTemplate) (admission.Warnings, error) {
 	path := field.NewPath("spec", "template", "spec")
 	errs := validateMetal3ClusterSpec(&newTemplate.Spec.Template.Spec, path, false)
-	if !isTopologyDryRun(ctx, newTemplate) && !equality.Semantic.DeepEqual(oldTemplate.Spec.Template.Spec, newTemplate.Spec.Template.Spec) {
+	oldSpec, newSpec := oldTemplate.Spec.Template.Spec.DeepCopy(), newTemplate.Spec.Template.Spec.DeepCopy()
+	// A template stored before identityRef had a kind means a Secret.
+	defaultIdentityRef(oldSpec.IdentityRef)
+	defaultIdentityRef(newSpec.IdentityRef)
+	if !isTopologyDryRun(ctx, newTemplate) && !equality.Semantic.DeepEqual(oldSpec, newSpec) {
 		errs = append(errs, field.Forbidden(path, "Metal3ClusterTemplate spec.template.spec is immutable; create a new template"))
 	}
 	return nil, toAPIError(groupKind("Metal3ClusterTemplate"), newTemplate.Name, errs)

@@ -24,7 +24,6 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -69,7 +68,8 @@ func (*Metal3Machine) Default(_ context.Context, m *infrav1.Metal3Machine) error
 
 // defaultMetal3MachineSpec derives image.checksumType from a literal hex
 // digest (its length says which algorithm made it), so the host does not have
-// to guess, and the Metal3Data/Metal3DataTemplate kind of a dataTemplate reference.
+// to guess, the Metal3Data/Metal3DataTemplate kind of a dataTemplate
+// reference, and identityRef's kind.
 func defaultMetal3MachineSpec(spec *infrav1.Metal3MachineSpec) {
 	// Upstream CAPM3 matches operators case-insensitively ("In" as "in"):
 	// manifests written for it keep working.
@@ -93,6 +93,7 @@ func defaultMetal3MachineSpec(spec *infrav1.Metal3MachineSpec) {
 			spec.DataTemplate.APIVersion = infrav1.GroupVersion.String()
 		}
 	}
+	defaultIdentityRef(spec.IdentityRef)
 }
 
 // ValidateCreate validates a new Metal3Machine.
@@ -102,9 +103,11 @@ func (*Metal3Machine) ValidateCreate(_ context.Context, m *infrav1.Metal3Machine
 }
 
 // ValidateUpdate validates a change. Once a host is associated, identityRef
-// is frozen: a different identity could not find the host again (invariant:
-// a machine never silently loses or changes its host). The Metal3Cluster's
-// identityRef stays mutable, which is how machines follow a moved pool.
+// is frozen, its kind as much as its name and context (an unset kind and
+// Secret are the same): a different identity could not find the host again
+// (invariant: a machine never silently loses or changes its host). The
+// Metal3Cluster's identityRef stays mutable, which is how machines follow a
+// moved pool.
 func (*Metal3Machine) ValidateUpdate(_ context.Context, oldMachine, newMachine *infrav1.Metal3Machine) (admission.Warnings, error) {
 	path := field.NewPath("spec")
 	errs := validateMetal3MachineSpec(&newMachine.Spec, newMachine.Namespace, path)
@@ -113,7 +116,7 @@ func (*Metal3Machine) ValidateUpdate(_ context.Context, oldMachine, newMachine *
 	if claim := oldMachine.Annotations[infrav1.HostClaimAnnotation]; host == "" && claim != "" {
 		host = "claim " + claim
 	}
-	if host != "" && !equality.Semantic.DeepEqual(oldMachine.Spec.IdentityRef, newMachine.Spec.IdentityRef) {
+	if host != "" && !sameIdentityRef(oldMachine.Spec.IdentityRef, newMachine.Spec.IdentityRef) {
 		errs = append(errs, field.Forbidden(path.Child("identityRef"),
 			fmt.Sprintf("cannot change while the machine is associated with host %s", host)))
 	}

@@ -64,6 +64,9 @@ func (*Metal3MachineTemplate) ValidateUpdate(ctx context.Context, oldTemplate, n
 	errs := validateMetal3MachineSpec(&newTemplate.Spec.Template.Spec, newTemplate.Namespace, path)
 	oldSpec, newSpec := oldTemplate.Spec.Template.Spec.DeepCopy(), newTemplate.Spec.Template.Spec.DeepCopy()
 	oldSpec.AutomatedCleaningMode, newSpec.AutomatedCleaningMode = nil, nil
+	// A template stored before identityRef had a kind means a Secret.
+	defaultIdentityRef(oldSpec.IdentityRef)
+	defaultIdentityRef(newSpec.IdentityRef)
 	if !isTopologyDryRun(ctx, newTemplate) && !equality.Semantic.DeepEqual(oldSpec, newSpec) {
 		errs = append(errs, field.Forbidden(path, "Metal3MachineTemplate spec.template.spec is immutable except automatedCleaningMode; create a new template and roll out"))
 	}

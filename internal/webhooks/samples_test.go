@@ -71,6 +71,10 @@ var sampleAdmitters = map[string]func(*testing.T, []byte){
 		w := &Metal3ClusterTemplate{}
 		admitSample(t, raw, &infrav1.Metal3ClusterTemplate{}, w, w)
 	},
+	"Metal3ClusterIdentity": func(t *testing.T, raw []byte) {
+		t.Helper()
+		admitSample(t, raw, &infrav1.Metal3ClusterIdentity{}, nil, &Metal3ClusterIdentity{})
+	},
 	"Metal3Machine": func(t *testing.T, raw []byte) {
 		t.Helper()
 		w := &Metal3Machine{}

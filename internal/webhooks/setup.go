@@ -32,6 +32,7 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	for _, w := range []webhook{
 		&Metal3Cluster{},
 		&Metal3ClusterTemplate{},
+		&Metal3ClusterIdentity{},
 		&Metal3Machine{},
 		&Metal3MachineTemplate{},
 		&Metal3DataTemplate{},

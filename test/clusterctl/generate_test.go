@@ -43,7 +43,7 @@ import (
 )
 
 // flavors are the templates/ flavors; "" is the default one.
-var flavors = []string{"", "identity", "multi-pool", "topology"}
+var flavors = []string{"", "identity", "cluster-identity", "multi-pool", "topology"}
 
 func flavorName(flavor string) string {
 	if flavor == "" {

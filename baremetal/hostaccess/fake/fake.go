@@ -71,6 +71,11 @@ type Cache struct {
 	Backoff time.Duration
 	// Secrets serves SecretMetadata; nil means no Secret exists.
 	Secrets client.Reader
+	// ClusterIdentities resolves Metal3ClusterIdentities (e.g. an
+	// identity.ClusterIdentities over a fake client); nil finds none.
+	ClusterIdentities interface {
+		Resolve(ctx context.Context, id identity.Identity) (identity.Identity, error)
+	}
 
 	watches  map[identity.Key][]string
 	releases []identity.Key
@@ -95,6 +100,19 @@ func (c *Cache) Add(access hostaccess.HostAccess) *Cache {
 	defer c.mu.Unlock()
 	c.Accesses[access.Key()] = access
 	return c
+}
+
+// Resolve implements hostaccess.Cache.
+func (c *Cache) Resolve(ctx context.Context, id identity.Identity) (identity.Identity, error) {
+	name := id.Key.ClusterIdentity
+	if name == "" {
+		return id, nil
+	}
+	if c.ClusterIdentities == nil {
+		id.Key = identity.Key{ClusterIdentity: name}
+		return id, identity.NewError(id.Key, "IdentityNotFound", true, nil, "the fake cache resolves no Metal3ClusterIdentity")
+	}
+	return c.ClusterIdentities.Resolve(ctx, id)
 }
 
 // HostAccess implements hostaccess.Cache.
