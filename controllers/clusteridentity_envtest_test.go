@@ -148,7 +148,8 @@ func identityEvents(g Gomega, c client.Client, namespace, kind string) map[strin
 // naming a Metal3ClusterIdentity reaches the pool with the identity's
 // Secret, from the provider's namespace, and its machine's host is claimed
 // and provisioned by the real Bare Metal Operator. The admin's Secret gets
-// no tenant finalizer or move label: it is not the tenant's.
+// no tenant finalizer or move label: it is not the tenant's; the identity
+// owns it, so that clusterctl move carries it with the identity.
 func TestClusterIdentityProvisions(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -185,6 +186,13 @@ func TestClusterIdentityProvisions(t *testing.T) {
 	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: provider, Name: secret}, adminSecret)).To(Succeed())
 	g.Expect(adminSecret.Finalizers).NotTo(ContainElement(identity.SecretFinalizer))
 	g.Expect(adminSecret.Labels).NotTo(HaveKey(identity.ClusterctlMoveLabel))
+	ci := &infrav1.Metal3ClusterIdentity{}
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Name: name}, ci)).To(Succeed())
+	g.Eventually(func(g Gomega) []metav1.OwnerReference {
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(adminSecret), adminSecret)).To(Succeed())
+		return adminSecret.OwnerReferences
+	}).Should(ContainElement(And(HaveField("UID", ci.UID), HaveField("Kind", "Metal3ClusterIdentity"), HaveField("Controller", BeNil()))),
+		"the identity owns its Secret, for clusterctl move, without controlling it")
 }
 
 // TestClusterIdentityRefusesNamespace: a namespace the identity does not

@@ -101,14 +101,17 @@ func (r *Metal3ClusterIdentityReconciler) Reconcile(ctx context.Context, req ctr
 
 	secret := clusterIdentitySecret(ci, r.ProviderNamespace)
 	ready := metav1.Condition{Type: infrav1.ReadyCondition, ObservedGeneration: ci.Generation}
-	found, err := r.secretExists(ctx, secret)
+	meta, err := r.secretMetadata(ctx, secret)
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err
-	case !found:
+	case meta == nil:
 		ready.Status, ready.Reason = metav1.ConditionFalse, infrav1.IdentitySecretNotFoundReason
 		ready.Message = fmt.Sprintf("Secret %s not found", secret)
 	default:
+		if err := r.ownSecret(ctx, ci, meta); err != nil {
+			return ctrl.Result{}, err
+		}
 		ready.Status, ready.Reason = metav1.ConditionTrue, infrav1.ReadyReason
 		ready.Message = fmt.Sprintf("Secret %s found", secret)
 	}
@@ -120,17 +123,41 @@ func (r *Metal3ClusterIdentityReconciler) Reconcile(ctx context.Context, req ctr
 	return ctrl.Result{}, nil
 }
 
-// secretExists reads the Secret's metadata from the manager's cache.
-func (r *Metal3ClusterIdentityReconciler) secretExists(ctx context.Context, secret types.NamespacedName) (bool, error) {
+// secretMetadata reads the Secret's metadata from the manager's cache; nil
+// when there is no such Secret.
+func (r *Metal3ClusterIdentityReconciler) secretMetadata(ctx context.Context, secret types.NamespacedName) (*metav1.PartialObjectMetadata, error) {
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	if err := r.Identities.SecretMetadata().Get(ctx, secret, meta); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return nil, nil
 		}
-		return false, fmt.Errorf("read metadata of Secret %s: %w", secret, err)
+		return nil, fmt.Errorf("read metadata of Secret %s: %w", secret, err)
 	}
-	return true, nil
+	return meta, nil
+}
+
+// ownSecret makes ci an owner of its Secret, which is how clusterctl move
+// finds the Secret below the identity (the CRD's move-hierarchy label) and
+// carries it along. The reference is not a controller's: several
+// identities may share one Secret, and each adds its own. As for any
+// owner, the Secret is garbage-collected once every identity owning it is
+// deleted.
+func (r *Metal3ClusterIdentityReconciler) ownSecret(ctx context.Context, ci *infrav1.Metal3ClusterIdentity, secret *metav1.PartialObjectMetadata) error {
+	for _, ref := range secret.OwnerReferences {
+		if ref.UID == ci.UID {
+			return nil
+		}
+	}
+	before := secret.DeepCopy()
+	secret.OwnerReferences = append(secret.OwnerReferences, metav1.OwnerReference{
+		APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3ClusterIdentity", Name: ci.Name, UID: ci.UID,
+	})
+	if err := r.Client.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("make Metal3ClusterIdentity %s an owner of its Secret %s/%s: %w", ci.Name, secret.Namespace, secret.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Owned the identity's Secret, so that clusterctl move carries it", "secret", client.ObjectKeyFromObject(secret).String())
+	return nil
 }
 
 // clusterToIdentity maps a Metal3Cluster to the Metal3ClusterIdentity its

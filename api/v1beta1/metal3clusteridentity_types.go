@@ -110,7 +110,13 @@ type Metal3ClusterIdentityStatus struct {
 // granted cluster-wide, which tenants lack: that is what keeps a tenant from
 // pointing the provider at a Secret of another namespace.
 //
+// clusterctl move takes every identity, with the Secret it owns (the
+// provider puts an ownerReference on it), once: the CRD's move-hierarchy
+// label makes them a hierarchy of their own, copied to the target and left
+// in the source, as cluster-wide objects are.
+//
 // +kubebuilder:object:root=true
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io/move-hierarchy=true"
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
 // +kubebuilder:resource:path=metal3clusteridentities,scope=Cluster,categories=cluster-api,shortName=m3ci;metal3ci;metal3clusteridentity

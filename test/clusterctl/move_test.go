@@ -139,7 +139,14 @@ func createTenantCluster(t *testing.T, mgmt, pool *testenv.Env, mode infrav1.Hos
 		t.Fatal(err)
 	}
 	cluster := createCluster(t, mgmt.Client, mode)
-	if err := mgmt.Client.Create(ctx, &infrav1.Metal3DataTemplate{
+	createDataTemplate(t, mgmt.Client)
+	return cluster, id
+}
+
+// createDataTemplate creates the data template the tenant's machines use.
+func createDataTemplate(t *testing.T, c ctrlclient.Client) {
+	t.Helper()
+	if err := c.Create(context.Background(), &infrav1.Metal3DataTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-nodes"},
 		Spec: infrav1.Metal3DataTemplateSpec{ClusterName: clusterName, MetaData: &infrav1.MetaData{
 			ObjectNames: []infrav1.MetaDataObjectName{{Key: "name", Object: "machine"}},
@@ -147,7 +154,6 @@ func createTenantCluster(t *testing.T, mgmt, pool *testenv.Env, mode infrav1.Hos
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return cluster, id
 }
 
 // provisionedWorker waits until the provider has rendered worker-0's data
