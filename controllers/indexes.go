@@ -36,7 +36,7 @@ const (
 	// clusterIdentitySecretIndex indexes Metal3ClusterIdentities by the
 	// namespace/name of their Secret, the provider's namespace standing in
 	// for an empty one.
-	clusterIdentitySecretIndex = "spec.secretRef"
+	clusterIdentitySecretIndex = "spec.secretRef" //nolint:gosec // a field path, not a credential
 )
 
 // indexes registers the controllers' own field indexes; providerNamespace

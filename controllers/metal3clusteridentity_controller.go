@@ -97,7 +97,7 @@ func (r *Metal3ClusterIdentityReconciler) Reconcile(ctx context.Context, req ctr
 	if err := r.Client.List(ctx, clusters, client.MatchingFields{identity.RefIndex: identity.RefClusterIdentity(ci.Name)}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list the Metal3Clusters using Metal3ClusterIdentity %s: %w", ci.Name, err)
 	}
-	ci.Status.Clusters = int32(len(clusters.Items)) //nolint:gosec // a count of objects fits
+	ci.Status.Clusters = int32(len(clusters.Items))
 
 	secret := clusterIdentitySecret(ci, r.ProviderNamespace)
 	ready := metav1.Condition{Type: infrav1.ReadyCondition, ObservedGeneration: ci.Generation}

@@ -151,17 +151,18 @@ func (r *Reconciler) release(ctx context.Context, claim *bmov1alpha1.HostClaim, 
 		return false, fmt.Errorf("release host %s/%s: %w", host.Namespace, host.Name, err)
 	}
 	releasesTotal.Inc()
-	if keptFor != "" {
+	switch {
+	case keptFor != "":
 		log.Info("released the host, kept for node reuse", "keptFor", keptFor)
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, "HostReleased", "Release",
 			"Released host %s/%s, kept for node reuse key %s", host.Namespace, host.Name, keptFor)
-	} else if unhealthy {
+	case unhealthy:
 		log.Info("released the host, marked unhealthy: it takes no claim until the pool admin clears the mark",
 			"annotation", hostclaim.UnhealthyAnnotation)
 		r.Recorder.Eventf(host, claim, corev1.EventTypeWarning, "HostMarkedUnhealthy", "Release",
 			"Remediation of HostClaim %s/%s gave up on this host; it takes no claim until %s is removed",
 			claim.Namespace, claim.Name, hostclaim.UnhealthyAnnotation)
-	} else {
+	default:
 		log.Info("released the host")
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, "HostReleased", "Release",
 			"Released host %s/%s", host.Namespace, host.Name)
