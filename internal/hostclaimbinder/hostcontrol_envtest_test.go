@@ -120,6 +120,17 @@ func TestPauseAndReboots(t *testing.T) {
 	g.Expect(annotations).To(HaveKey(hostclaim.RebootAnnotationPrefix+"/operator"), "the operator's reboot stays")
 }
 
+// withKey gives a claim the node reuse key, asking to keep its host for it
+// when released if keep.
+func withKey(key string, keep bool) func(*bmov1alpha1.HostClaim) {
+	return func(c *bmov1alpha1.HostClaim) {
+		c.Annotations[hostclaim.NodeReuseKeyAnnotation] = key
+		if keep {
+			c.Annotations[hostclaim.KeepOnReleaseAnnotation] = "true"
+		}
+	}
+}
+
 // TestNodeReuse: a claim released with keep-on-release leaves its host
 // kept for its key; the next claim with that key waits for that host while
 // it is deprovisioned, rather than take another available one, and gets
@@ -131,14 +142,6 @@ func TestNodeReuse(t *testing.T) {
 	ctx := context.Background()
 	tenant := p.namespace(t, "tenant", nil)
 	poolNS := p.hosts(t, 2, &bmov1alpha1.HostClaimNamespaces{Names: []string{tenant}})
-	withKey := func(key string, keep bool) func(*bmov1alpha1.HostClaim) {
-		return func(c *bmov1alpha1.HostClaim) {
-			c.Annotations[hostclaim.NodeReuseKeyAnnotation] = key
-			if keep {
-				c.Annotations[hostclaim.KeepOnReleaseAnnotation] = "true"
-			}
-		}
-	}
 	first := p.claim(t, tenant, "first", "", withImage, withKey("cluster/md", true))
 	kept := p.boundHost(t, first, 60*time.Second)
 	g.Eventually(func() bmov1alpha1.ProvisioningState {
@@ -187,14 +190,10 @@ func TestUnhealthyHostLeavesPool(t *testing.T) {
 	ctx := context.Background()
 	tenant := p.namespace(t, "tenant", nil)
 	poolNS := p.hosts(t, 2, &bmov1alpha1.HostClaimNamespaces{Names: []string{tenant}})
-	withKey := func(c *bmov1alpha1.HostClaim) { c.Annotations[hostclaim.NodeReuseKeyAnnotation] = "cluster/md" }
-	first := p.claim(t, tenant, "first", "", withKey)
+	first := p.claim(t, tenant, "first", "", withKey("cluster/md", true))
 	sick := p.boundHost(t, first, 60*time.Second)
 
-	p.updateClaim(t, first, func(c *bmov1alpha1.HostClaim) {
-		c.Annotations[hostclaim.UnhealthyAnnotation] = ""
-		c.Annotations[hostclaim.KeepOnReleaseAnnotation] = "true"
-	})
+	p.updateClaim(t, first, func(c *bmov1alpha1.HostClaim) { c.Annotations[hostclaim.UnhealthyAnnotation] = "" })
 	g.Eventually(func(g Gomega) {
 		g.Expect(p.getHost(g, poolNS, sick.Name).Annotations).To(HaveKey(hostclaim.UnhealthyAnnotation))
 	}).WithTimeout(20*time.Second).Should(Succeed(), "the mark is on the host while the claim holds it")
@@ -207,7 +206,7 @@ func TestUnhealthyHostLeavesPool(t *testing.T) {
 		g.Expect(h.Annotations).NotTo(HaveKey(hostclaim.KeptForAnnotation), "kept for nobody")
 	}).WithTimeout(60 * time.Second).Should(Succeed())
 
-	second := p.claim(t, tenant, "second", "", withKey)
+	second := p.claim(t, tenant, "second", "", withKey("cluster/md", false))
 	g.Expect(p.boundHost(t, second, 60*time.Second).Name).NotTo(Equal(sick.Name), "the key's next claim takes the healthy host")
 	third := p.claim(t, tenant, "third", "")
 	g.Eventually(func(g Gomega) {
