@@ -86,8 +86,9 @@ func TestInit(t *testing.T) {
 		if err := c.List(ctx, crds, ctrlclient.MatchingLabels{clusterctlv1.ClusterctlLabel: "", "cluster.x-k8s.io/provider": "infrastructure-metal3"}); err != nil {
 			t.Fatal(err)
 		}
-		if len(crds.Items) != 9 {
-			t.Fatalf("%d CRDs of ours labelled for clusterctl, want 9", len(crds.Items))
+		// Nine namespaced kinds and the cluster-scoped Metal3ClusterIdentity.
+		if len(crds.Items) != 10 {
+			t.Fatalf("%d CRDs of ours labelled for clusterctl, want 10", len(crds.Items))
 		}
 		for _, crd := range crds.Items {
 			established := slices.ContainsFunc(crd.Status.Conditions, func(c apiextensionsv1.CustomResourceDefinitionCondition) bool {
