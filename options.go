@@ -204,9 +204,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.remote.maxResponseBytes, "remote-max-response-bytes", hostaccess.DefaultMaxResponseBytes,
 		"Largest response body read from an identity's API server (for a watch: per connection, then reopened).")
 	fs.Float32Var(&o.remote.qps, "remote-client-qps", 20,
-		"Maximum queries per second to each identity's API server.")
+		"Maximum queries per second to a pool's API server, per set of credentials (identities holding the same ones share it).")
 	fs.IntVar(&o.remote.burst, "remote-client-burst", 30,
-		"Maximum burst of queries to each identity's API server.")
+		"Maximum burst of queries to a pool's API server, per set of credentials.")
 
 	// Tenants' kubeconfigs are untrusted: by default the provider only
 	// dials https servers outside loopback, link-local and metadata ranges.

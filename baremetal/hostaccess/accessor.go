@@ -18,7 +18,6 @@ package hostaccess
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -75,24 +74,37 @@ func normalMode(mode infrav1.HostMode) infrav1.HostMode {
 	return mode
 }
 
-// accessor is one connected identity: its clients, its namespace-scoped
-// informer cache of BareMetalHosts, and the probe watching its API server.
+// accessor is one connection to the hosts of a set of credentials: its
+// clients, its namespace-scoped informer cache of hosts, and the probe
+// watching its API server, shared by every identity holding those
+// credentials (shared.go).
 type accessor struct {
-	key       identity.Key
-	namespace string
-	server    server
-	client    client.Client
-	reader    client.Reader
-	cache     cache.Cache
+	// key is the identity that connected the accessor: the errors of
+	// connecting, preparing and probing name it, and are turned into each
+	// other identity's own (identity.Error.For) where they reach it.
+	key identity.Key
+	// fingerprint names the credentials (credentialFingerprint).
+	fingerprint string
+	namespace   string
+	server      server
+	client      client.Client
+	reader      client.Reader
+	cache       cache.Cache
 	// http is the client every request to the server goes through, over
 	// transport, the connections of this accessor alone.
 	http      *http.Client
 	transport http.RoundTripper
 	owner     *IdentityCache
 
-	// watches are the controllers' watches started on cache, by name.
-	watchesMu sync.Mutex
-	watches   map[string]bool
+	// users are the identities the accessor serves, and watches the
+	// controllers' watches started on cache, by watcher name, each
+	// dispatching to the watchers of the identities that registered it
+	// (watches.go).
+	usersMu sync.Mutex
+	users   map[identity.Key]bool
+	watches map[string]*dispatch
+	// lastProbe is the Unix time of the last successful handshake or probe.
+	lastProbe atomic.Int64
 
 	// modes are the host modes the accessor is ready for (prepare), and
 	// the last refusal of each other mode, retried after its time.
@@ -107,8 +119,10 @@ type accessor struct {
 	stopOnce sync.Once
 }
 
-func (a *accessor) hostAccess() HostAccess {
-	return &hostAccess{key: a.key, namespace: a.namespace, client: a.client, reader: a.reader, accessor: a}
+// hostAccess is the accessor as key's callers use it: its clients, and key
+// for conditions and logs.
+func (a *accessor) hostAccess(key identity.Key) HostAccess {
+	return &hostAccess{key: key, namespace: a.namespace, client: a.client, reader: a.reader, accessor: a}
 }
 
 // modeFailure is why an accessor could not be made ready for a mode, and
@@ -176,7 +190,7 @@ func modeKinds(mode infrav1.HostMode) string {
 // the provider needs in mode, and list what mode reads (the hosts, or the
 // HostClaims), all within the connect timeout.
 // Every connection it makes is judged by the server policy when dialled.
-func connect(parent context.Context, owner *IdentityCache, key identity.Key, base *rest.Config, namespace string, mode infrav1.HostMode) (*accessor, error) {
+func connect(parent context.Context, owner *IdentityCache, key identity.Key, base *rest.Config, namespace, fingerprint string, mode infrav1.HostMode) (*accessor, error) {
 	opts := owner.opts
 	srv, err := parseServer(base.Host)
 	if err != nil {
@@ -238,10 +252,12 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 
 	ctx, cancel := context.WithCancel(parent)
 	acc := &accessor{
-		key: key, namespace: namespace, server: srv, client: cached, reader: direct, direct: direct, cache: hostCache,
-		http: httpClient.Client, transport: httpClient.transport, owner: owner, watches: map[string]bool{}, cancel: cancel,
+		key: key, fingerprint: fingerprint, namespace: namespace, server: srv, client: cached, reader: direct, direct: direct, cache: hostCache,
+		http: httpClient.Client, transport: httpClient.transport, owner: owner, cancel: cancel,
+		users: map[identity.Key]bool{}, watches: map[string]*dispatch{},
 		modes: map[infrav1.HostMode]bool{}, modeFails: map[infrav1.HostMode]modeFailure{},
 	}
+	acc.lastProbe.Store(time.Now().Unix())
 	acc.running.Go(func() { _ = hostCache.Start(ctx) })
 	// The first user's mode is made ready now: an identity that cannot
 	// serve it does not count as connected.
@@ -299,8 +315,8 @@ func identityHTTPClient(base *rest.Config, opts Options) (*guardedClient, error)
 	return &guardedClient{Client: httpClient, verified: verified, transport: transport}, nil
 }
 
-// stop ends the accessor's informers and probe, waits until they are gone,
-// and closes its connections.
+// stop ends the accessor's informers, with the watches on them, and its
+// probe, waits until they are gone, and closes its connections.
 func (a *accessor) stop() {
 	a.stopOnce.Do(func() {
 		a.cancel()
@@ -325,24 +341,10 @@ func closeConnections(transport http.RoundTripper) {
 	time.AfterFunc(streamTeardown, func() { utilnet.CloseIdleConnectionsFor(transport) })
 }
 
-// watch starts w on the accessor's cache, once per watcher name: the
-// accessor's watches end with it.
-func (a *accessor) watch(w Watcher) error {
-	a.watchesMu.Lock()
-	defer a.watchesMu.Unlock()
-	if a.watches[w.Name()] {
-		return nil
-	}
-	if err := w.Watch(kindSource(a.cache, w)); err != nil {
-		return fmt.Errorf("watch %T through %s (%s): %w", w.Object(), a.key, w.Name(), err)
-	}
-	a.watches[w.Name()] = true
-	return nil
-}
-
 // probeLoop checks the API server every ProbeInterval. FailureThreshold
-// failures in a row, or credentials the server rejects, disconnect the
-// identity; its users are told and the next use reconnects after backoff.
+// failures in a row, or credentials the server rejects, disconnect it for
+// every identity it serves; their users are told and the next use
+// reconnects after backoff.
 func (a *accessor) probeLoop(ctx context.Context) {
 	opts := a.owner.opts
 	ticker := time.NewTicker(opts.ProbeInterval)
@@ -360,10 +362,10 @@ func (a *accessor) probeLoop(ctx context.Context) {
 		}
 		if err == nil {
 			failures = 0
-			recordProbeSuccess(a.key)
+			a.probed(true)
 			continue
 		}
-		recordProbeFailure(a.key)
+		a.probed(false)
 		failures++
 		ie := classify(a.key, a.server.display, err)
 		if failures >= opts.FailureThreshold || ie.Reason == infrav1.IdentityUnauthorizedReason {
@@ -371,6 +373,23 @@ func (a *accessor) probeLoop(ctx context.Context) {
 			// so it runs on its own.
 			go a.owner.disconnect(a, ie)
 			return
+		}
+	}
+}
+
+// probed records a probe's outcome for every identity the accessor serves,
+// under usersMu so that none is recorded for an identity that has left.
+func (a *accessor) probed(ok bool) {
+	a.usersMu.Lock()
+	defer a.usersMu.Unlock()
+	if ok {
+		a.lastProbe.Store(time.Now().Unix())
+	}
+	for key := range a.users {
+		if ok {
+			recordProbeSuccess(key, a.lastProbe.Load())
+		} else {
+			recordProbeFailure(key)
 		}
 	}
 }

@@ -58,11 +58,14 @@ type Cache interface {
 	HostAccess(ctx context.Context, id identity.Identity) (HostAccess, error)
 
 	// Watch has w watch its kind in the hosts' namespace of key, once per
-	// watcher name and connection. Call it whenever key is used (after a
-	// successful HostAccess): a reconnected identity has none of the
-	// watches of its previous connection, and the Source event that
-	// follows a reconnection brings the call back. The in-cluster identity
-	// watches through the manager's cache.
+	// watcher name and Secret and context (identity.Key.Connection): w's
+	// handler gets the events of the hosts key sees. Identities of other
+	// Secrets holding the same credentials share one informer, hence one
+	// watch per kind on the API server, each with its own handler. Call it
+	// whenever key is used (after a successful HostAccess): a reconnected
+	// or rotated identity has none of the watches of its previous
+	// connection, and the Source event that follows brings the call back.
+	// The in-cluster identity watches through the manager's cache.
 	Watch(ctx context.Context, key identity.Key, w Watcher) error
 
 	// Source delivers to one controller the requests mapFunc returns for an
@@ -104,7 +107,7 @@ type SecretMapFunc func(ctx context.Context, secret types.NamespacedName) []reco
 // Watcher is one watch a controller wants on the hosts' cluster of an
 // identity.
 type Watcher interface {
-	// Name identifies the watch: one per name and connection.
+	// Name identifies the watch: one per name and identity.
 	Name() string
 	// Object is the kind watched.
 	Object() client.Object

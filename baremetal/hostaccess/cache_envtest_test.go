@@ -83,13 +83,23 @@ func newScheme(t *testing.T) *k8sruntime.Scheme {
 // API server. Probes are fast so outages show within seconds.
 func startTwoClusters(t *testing.T) *twoClusters {
 	t.Helper()
+	return startTwoClustersWithPool(t, nil)
+}
+
+// startTwoClustersWithPool is startTwoClusters with pool, when not nil, as
+// the pool API server instead of the shared one: for a test that counts
+// what the server sees.
+func startTwoClustersWithPool(t *testing.T, pool *testenv.Env) *twoClusters {
+	t.Helper()
 	scheme := newScheme(t)
 	mgmt := sharedMgmt.Get(t, &suite, func(s testenv.T) *testenv.Env {
 		return testenv.Start(s, testenv.Options{Scheme: scheme, CRDs: testenv.ProviderCRDs(s)})
 	})
-	pool := sharedPool.Get(t, &suite, func(s testenv.T) *testenv.Env {
-		return testenv.Start(s, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(s)}})
-	})
+	if pool == nil {
+		pool = sharedPool.Get(t, &suite, func(s testenv.T) *testenv.Env {
+			return testenv.Start(s, testenv.Options{Scheme: scheme, CRDDirectoryPaths: []string{testenv.BMOCRDPath(s)}})
+		})
+	}
 	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)

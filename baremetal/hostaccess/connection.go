@@ -38,8 +38,12 @@ type keyState struct {
 	// secretVersion is the resourceVersion of the Secret last parsed.
 	secretVersion string
 	hash          string
-	namespace     string
-	// accessor is nil while disconnected.
+	// fingerprint names the credentials the Secret held (see
+	// credentialFingerprint), empty if it could not be parsed.
+	fingerprint string
+	namespace   string
+	// accessor is nil while disconnected; it may serve other identities
+	// with the same credentials too.
 	accessor *accessor
 	// lastErr is why the identity is not usable, while accessor is nil.
 	lastErr *identity.Error
@@ -48,15 +52,17 @@ type keyState struct {
 	failures int
 }
 
-// IdentityCache is the Cache the manager runs: one shared accessor per
-// identity (client, host cache, health probe and the controllers'
-// watches), modelled on CAPI's ClusterCache. Identities connect lazily on
-// first use, are probed, disconnect after repeated failures and reconnect
-// with backoff; a rotated kubeconfig replaces the accessor. It is a manager
-// Runnable: stopping the manager stops every accessor.
+// IdentityCache is the Cache the manager runs: one accessor (client, host
+// cache, health probe and the controllers' watches) per set of credentials,
+// shared by every identity whose kubeconfig holds them, modelled on CAPI's
+// ClusterCache. Identities connect lazily on first use, are probed,
+// disconnect after repeated failures and reconnect with backoff; an
+// identity whose kubeconfig's credentials change moves to another accessor.
+// It is a manager Runnable: stopping the manager stops every accessor.
 //
-// This file holds the connection state of each identity; routing.go holds
-// what reaches the controllers (sources, watches) and who uses what.
+// This file holds the connection state of each identity; shared.go the
+// accessors and which identities they serve; routing.go what reaches the
+// controllers (sources, watches) and who uses what.
 type IdentityCache struct {
 	opts Options
 
@@ -65,6 +71,9 @@ type IdentityCache struct {
 	// the reconcile that connected them and end with the manager.
 	ctx    context.Context //nolint:containedctx // the runnable's lifetime, parent of every accessor
 	states map[identity.Key]*keyState
+	// connections are the accessors by credential fingerprint, with the
+	// attempts under way and recent failures (shared.go).
+	connections map[string]*connection
 	// connecting serialises connection attempts per key without holding mu.
 	connecting map[identity.Key]*sync.Mutex
 
@@ -85,10 +94,11 @@ func NewIdentityCache(opts Options) (*IdentityCache, error) {
 		opts.InClusterReader = opts.SecretReader
 	}
 	return &IdentityCache{
-		opts:       opts,
-		states:     map[identity.Key]*keyState{},
-		connecting: map[identity.Key]*sync.Mutex{},
-		routes:     newRoutes(),
+		opts:        opts,
+		states:      map[identity.Key]*keyState{},
+		connections: map[string]*connection{},
+		connecting:  map[identity.Key]*sync.Mutex{},
+		routes:      newRoutes(),
 		clusterIdentities: identity.ClusterIdentities{
 			Reader: opts.ClusterIdentityReader, ProviderNamespace: opts.ProviderNamespace,
 		},
@@ -111,7 +121,7 @@ func (c *IdentityCache) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for key, state := range c.states {
-		c.disconnectLocked(key, state, nil)
+		c.detachLocked(key, state, nil)
 	}
 	return nil
 }
@@ -137,9 +147,14 @@ func (c *IdentityCache) HostAccess(ctx context.Context, id identity.Identity) (H
 		return nil, err
 	}
 	// An identity connected for one host mode and now used in the other
-	// is checked, and its cache filled, for that one too.
+	// is checked, and its cache filled, for that one too. The accessor may
+	// have been connected for another identity with the same credentials:
+	// its refusal is reported as this one's.
 	if acc := access.(*hostAccess).accessor; acc != nil {
 		if err := acc.prepare(ctx, id.Mode); err != nil {
+			if ie, ok := identity.AsError(err); ok {
+				return nil, ie.For(id.Key)
+			}
 			return nil, err
 		}
 	}
@@ -149,7 +164,8 @@ func (c *IdentityCache) HostAccess(ctx context.Context, id identity.Identity) (H
 // clusterIdentityAccess serves an identity resolved from a
 // Metal3ClusterIdentity through the connection of its Secret and context,
 // shared with every other user of them, whichever identity (or Secret
-// identityRef) they came through. The identity is resolved again first: a
+// identityRef) they came through, and with every other Secret holding the
+// same credentials. The identity is resolved again first: a
 // key resolved earlier, or read back from a status or a record, is only
 // used while the identity still admits the namespace and still names that
 // Secret, so no caller can skip admission.
@@ -231,8 +247,8 @@ func (c *IdentityCache) remoteAccess(ctx context.Context, id identity.Identity) 
 		err = c.checkPolicy(key, parsed)
 	}
 	if err != nil {
-		c.recordFailure(key, secret.ResourceVersion, "", err, false)
-		return nil, err
+		ie, _ := c.recordFailure(key, secret.ResourceVersion, "", "", err, false)
+		return nil, ie
 	}
 	// Without a namespace in the context, the hosts are in the Secret's
 	// namespace: for a Secret identityRef that is the object's own, and
@@ -242,52 +258,7 @@ func (c *IdentityCache) remoteAccess(ctx context.Context, id identity.Identity) 
 	if namespace == "" {
 		namespace = key.SecretNamespace
 	}
-
-	c.mu.Lock()
-	state := c.stateLocked(key)
-	if state.accessor != nil && state.hash == parsed.hash {
-		// The Secret was touched but its kubeconfig is the same.
-		state.secretVersion = secret.ResourceVersion
-		access := state.accessor.hostAccess()
-		c.mu.Unlock()
-		return access, nil
-	}
-	if state.accessor == nil && state.lastErr != nil && state.hash == parsed.hash && time.Now().Before(state.retryAt) {
-		// Only the Secret's metadata changed (a finalizer, a label): the
-		// server that failed gets no new request before the backoff ends.
-		state.secretVersion = secret.ResourceVersion
-		err := state.lastErr
-		c.mu.Unlock()
-		return nil, err
-	}
-	rotated := state.accessor != nil
-	if rotated {
-		// Rotation: the old credentials stop before the new ones start.
-		c.disconnectLocked(key, state, nil)
-		recordRotation(key)
-	}
-	parent := c.ctx
-	c.mu.Unlock()
-	if parent == nil {
-		return nil, errors.New("identity cache is not started")
-	}
-
-	acc, err := connect(parent, c, key, parsed.restConfig, namespace, normalMode(id.Mode))
-	if err != nil {
-		c.recordFailure(key, secret.ResourceVersion, parsed.hash, err, true)
-		return nil, err
-	}
-	c.mu.Lock()
-	state = c.stateLocked(key)
-	state.accessor, state.lastErr = acc, nil
-	state.secretVersion, state.hash, state.namespace = secret.ResourceVersion, parsed.hash, namespace
-	state.failures, state.retryAt = 0, time.Time{}
-	c.mu.Unlock()
-	recordConnected(key)
-	c.event(key, corev1.EventTypeNormal, "IdentityConnected", "Connect",
-		fmt.Sprintf("Connected to the hosts in namespace %s of %s (rotated: %v)", namespace, acc.server.display, rotated))
-	c.routes.notify(key.Secret())
-	return acc.hostAccess(), nil
+	return c.shareAccess(ctx, key, id.Mode, secret.ResourceVersion, parsed, namespace)
 }
 
 // cachedAccess answers from the key's state when the Secret is unchanged:
@@ -301,7 +272,7 @@ func (c *IdentityCache) cachedAccess(key identity.Key, secretVersion string) (Ho
 		return nil, false, nil
 	}
 	if state.accessor != nil {
-		return state.accessor.hostAccess(), true, nil
+		return state.accessor.hostAccess(key), true, nil
 	}
 	if state.lastErr != nil && (state.lastErr.Terminal && state.hash == "" || time.Now().Before(state.retryAt)) {
 		// A kubeconfig that cannot be parsed stays broken until the Secret
@@ -311,23 +282,29 @@ func (c *IdentityCache) cachedAccess(key identity.Key, secretVersion string) (Ho
 	return nil, false, nil
 }
 
-func (c *IdentityCache) recordFailure(key identity.Key, secretVersion, hash string, err error, retry bool) {
+// recordFailure records why key cannot be used with the Secret at
+// secretVersion, whose content hashes to hash and whose credentials to
+// fingerprint (both empty if it could not be parsed), and returns the
+// error as key's and when key may be retried.
+func (c *IdentityCache) recordFailure(key identity.Key, secretVersion, hash, fingerprint string, err error, retry bool) (*identity.Error, time.Time) {
 	ie := classify(key, "", err)
 	c.mu.Lock()
 	state := c.stateLocked(key)
 	changed := state.lastErr == nil || state.lastErr.Reason != ie.Reason
-	c.disconnectLocked(key, state, ie)
-	state.secretVersion, state.hash, state.lastErr = secretVersion, hash, ie
+	c.detachLocked(key, state, ie)
+	state.secretVersion, state.hash, state.fingerprint, state.lastErr = secretVersion, hash, fingerprint, ie
 	if retry {
 		state.failures++
 		state.retryAt = time.Now().Add(c.backoff(state.failures))
 	}
+	retryAt := state.retryAt
 	c.mu.Unlock()
 	if changed {
 		// Operators and tenants want to see an identity refused or failing,
 		// once per change rather than at every retry.
 		c.event(key, corev1.EventTypeWarning, "Identity"+ie.Reason, "Connect", ie.Message)
 	}
+	return ie, retryAt
 }
 
 func (c *IdentityCache) backoff(failures int) time.Duration {
@@ -359,7 +336,7 @@ func (c *IdentityCache) forget(key identity.Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if state, ok := c.states[key]; ok {
-		c.disconnectLocked(key, state, nil)
+		c.detachLocked(key, state, nil)
 		delete(c.states, key)
 	}
 }
@@ -382,38 +359,6 @@ func (c *IdentityCache) connectLock(key identity.Key) *sync.Mutex {
 		c.connecting[key] = lock
 	}
 	return lock
-}
-
-// disconnectLocked stops the key's accessor, if any, with its watches, and
-// tells the users of its Secret; why, when not nil, is the failure that
-// ended it.
-func (c *IdentityCache) disconnectLocked(key identity.Key, state *keyState, why *identity.Error) {
-	if state.accessor == nil {
-		return
-	}
-	state.accessor.stop()
-	state.accessor = nil
-	recordDisconnected(key)
-	message := "Disconnected: no object uses the identity any longer, or its kubeconfig changed"
-	if why != nil {
-		message = "Disconnected: " + why.Message
-	}
-	c.event(key, corev1.EventTypeNormal, "IdentityDisconnected", "Disconnect", message)
-	c.routes.notify(key.Secret())
-}
-
-// disconnect is called by an accessor whose probe gave up.
-func (c *IdentityCache) disconnect(acc *accessor, err *identity.Error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	state, ok := c.states[acc.key]
-	if !ok || state.accessor != acc {
-		return
-	}
-	c.disconnectLocked(acc.key, state, err)
-	state.lastErr = err
-	state.failures++
-	state.retryAt = time.Now().Add(c.backoff(state.failures))
 }
 
 // event records a connection decision: a structured log line for operators

@@ -26,15 +26,19 @@ limitations under the License.
 // Open does both steps), HostAccess for a client, Watch to run their own
 // watches on the hosts' cluster of an identity, Source for the requests an
 // identity Secret raises, Release when an object stops using an identity.
-// IdentityCache implements it: connection.go connects, probes, backs off and
-// disconnects identities, one connection per Secret and context however
-// many identities name them (identity.Key.Connection); routing.go delivers Secret changes to the
+// IdentityCache implements it: connection.go reads each identity's Secret,
+// connects, backs off and reports failures; shared.go keeps one accessor per
+// set of credentials (server, user, hosts' namespace), shared by every
+// identity whose kubeconfig holds them, whatever Secret or
+// Metal3ClusterIdentity it comes from, and moves an identity whose
+// credentials rotate to another; routing.go delivers Secret changes to the
 // controllers' sources, starts their watches, and finds who still uses an
-// identity through identity.UsedIndex; accessor.go is one connection's
-// client and informer cache, kept small since dozens run at once: its REST
-// mapper discovers only the hosts' group (mapper.go), and its cache keeps
-// only the host fields the provider reads (transform.go). Package fake
-// implements the Cache for unit tests.
+// identity through identity.UsedIndex; watches.go runs each identity's
+// watches on the accessor's shared informers; accessor.go is one
+// connection's client, informer cache and probe, kept small since dozens
+// run at once: its REST mapper discovers only the hosts' group (mapper.go),
+// and its cache keeps only the host fields the provider reads
+// (transform.go). Package fake implements the Cache for unit tests.
 //
 // Kubeconfigs come from tenants and are treated as untrusted input: anything
 // that would make the controller run a program or read one of its own files

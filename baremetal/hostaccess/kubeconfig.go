@@ -49,7 +49,12 @@ type kubeconfig struct {
 	restConfig *rest.Config
 	// namespace of the chosen context; empty if it sets none.
 	namespace string
-	// hash of the Secret content and context, to notice rotation.
+	// proxyURL is the cluster's proxy-url, which restConfig holds only as
+	// a function: the credential fingerprint needs it as written.
+	proxyURL string
+	// hash of the Secret content and context: what the identity last
+	// read. Rotation is a change of its credentials (credentialFingerprint),
+	// not of the text holding them.
 	hash string
 }
 
@@ -129,7 +134,7 @@ func parseKubeconfig(key identity.Key, data []byte) (*kubeconfig, error) {
 	sum.Write(data)
 	sum.Write([]byte{0})
 	sum.Write([]byte(key.Context))
-	return &kubeconfig{restConfig: restConfig, namespace: kctx.Namespace, hash: hex.EncodeToString(sum.Sum(nil))}, nil
+	return &kubeconfig{restConfig: restConfig, namespace: kctx.Namespace, proxyURL: cluster.ProxyURL, hash: hex.EncodeToString(sum.Sum(nil))}, nil
 }
 
 func restConfigForCluster(key identity.Key, name string, cluster *clientcmdapi.Cluster) (*rest.Config, error) {

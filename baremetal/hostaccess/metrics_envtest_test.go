@@ -33,11 +33,12 @@ import (
 // The remote-client cache's metrics, as the manager's metrics endpoint
 // serves them.
 const (
-	connectedMetric = "capm3_remote_accessors_connected"
-	creationsMetric = "capm3_remote_accessor_creations_total"
-	rotationsMetric = "capm3_remote_accessor_rotations_total"
-	failuresMetric  = "capm3_remote_probe_failures_total"
-	lastProbeMetric = "capm3_remote_last_successful_probe_timestamp_seconds"
+	connectedMetric  = "capm3_remote_accessors_connected"
+	identitiesMetric = "capm3_remote_identities_connected"
+	creationsMetric  = "capm3_remote_accessor_creations_total"
+	rotationsMetric  = "capm3_remote_accessor_rotations_total"
+	failuresMetric   = "capm3_remote_probe_failures_total"
+	lastProbeMetric  = "capm3_remote_last_successful_probe_timestamp_seconds"
 )
 
 // metricValue reads, from the registry the manager's metrics endpoint
@@ -107,6 +108,7 @@ func TestRemoteMetrics(t *testing.T) {
 	// Earlier tests of the package moved the gauge: it is compared with
 	// what it was before this test's identities connected.
 	before := connected()
+	identitiesBefore := *metricValue(g, identitiesMetric, identity.Key{})
 	for _, key := range []identity.Key{rotated.Key, revoked.Key} {
 		for _, name := range []string{creationsMetric, rotationsMetric, failuresMetric, lastProbeMetric} {
 			g.Expect(metricValue(g, name, key)).To(BeNil(), "no %s for %s before it connects", name, key)
@@ -117,6 +119,7 @@ func TestRemoteMetrics(t *testing.T) {
 	tc.hostAccess(t, rotated)
 	tc.hostAccess(t, revoked)
 	g.Expect(connected()).To(Equal(before+2), "each connected identity counts once")
+	g.Expect(*metricValue(g, identitiesMetric, identity.Key{})).To(Equal(identitiesBefore+2), "two identities, two connections")
 	var lastProbe float64
 	for _, key := range []identity.Key{rotated.Key, revoked.Key} {
 		g.Expect(metricValue(g, creationsMetric, key)).To(HaveValue(Equal(1.0)), "one accessor created for %s", key)

@@ -66,7 +66,8 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the wait between connection attempts
 	// of an identity that failed; it doubles with each failure.
 	MinBackoff, MaxBackoff time.Duration
-	// QPS and Burst limit each remote client.
+	// QPS and Burst limit each remote client: one per set of credentials,
+	// shared by every identity holding them.
 	QPS   float32
 	Burst int
 	// UserAgent identifies the provider to remote API servers.

@@ -115,7 +115,7 @@ func (c *IdentityCache) watchSecrets(ctx context.Context) (stop func(), err erro
 }
 
 // Watch implements Cache.
-func (c *IdentityCache) Watch(_ context.Context, key identity.Key, w Watcher) error {
+func (c *IdentityCache) Watch(ctx context.Context, key identity.Key, w Watcher) error {
 	if key.IsInCluster() {
 		c.routes.mu.Lock()
 		defer c.routes.mu.Unlock()
@@ -131,8 +131,12 @@ func (c *IdentityCache) Watch(_ context.Context, key identity.Key, w Watcher) er
 	if !key.Resolved() {
 		return fmt.Errorf("%s is not resolved: it has no hosts to watch", key)
 	}
-	// One watch per connection, whichever identity asks: the watcher's
-	// mapping compares connections (identity.Key.SameConnection).
+	// One watch per Secret and context, whichever Metal3ClusterIdentity
+	// asks: the watcher's mapping compares them
+	// (identity.Key.SameConnection). Identities of other Secrets with the
+	// same credentials share the accessor's informer and its one handler
+	// per watcher name, which hands each event to every identity's
+	// watcher, each mapping it to its own objects (watches.go).
 	key = key.Connection()
 	c.mu.Lock()
 	state, ok := c.states[key]
@@ -144,7 +148,7 @@ func (c *IdentityCache) Watch(_ context.Context, key identity.Key, w Watcher) er
 	if acc == nil {
 		return fmt.Errorf("identity %s is not connected: its watch %s starts once it is", key, w.Name())
 	}
-	return acc.watch(w)
+	return acc.watch(ctx, key, w)
 }
 
 // Release implements Cache.
@@ -161,7 +165,8 @@ func (c *IdentityCache) Release(ctx context.Context, key identity.Key, leaving c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if state, ok := c.states[key]; ok {
-		c.disconnectLocked(key, state, nil)
+		// The accessor stops with its last identity.
+		c.detachLocked(key, state, nil)
 		delete(c.states, key)
 	}
 	return nil

@@ -37,8 +37,9 @@ import (
 // name it can never equal the zero key, so an identity that could not be
 // resolved is never mistaken for the provider's own credentials.
 //
-// The connection to the hosts is made per Connection, the Secret and context
-// alone: every object using the same Secret and context, directly or
+// Keys are how objects name their credentials, not connections: package
+// hostaccess connects once per set of credentials (server, user, namespace
+// of the hosts), so every key whose Secret holds the same ones, directly or
 // through any Metal3ClusterIdentity, shares one client, one informer cache
 // and one health probe.
 type Key struct {

@@ -51,12 +51,16 @@ type options struct {
 	memHosts    int
 	identities  int
 	rotateFor   time.Duration
-	restAtSizes int
+	sharedHosts int
+	// sharedDistinct also runs the shared scenario with distinct
+	// credentials, to compare.
+	sharedDistinct bool
+	restAtSizes    int
 }
 
 func main() {
 	var o options
-	scenarios := flag.String("scenarios", "flow,association,memory,identities,chaos", "Comma-separated scenarios to run.")
+	scenarios := flag.String("scenarios", "flow,association,memory,identities,shared,chaos", "Comma-separated scenarios to run.")
 	sizes := flag.String("sizes", "100,250,500,1000", "Machines per association run.")
 	flag.StringVar(&o.out, "out", "out/scale", "Where to write results.md and association.svg.")
 	flag.IntVar(&o.flowRuns, "flow-runs", 3, "Runs of the upstream-comparison flow.")
@@ -67,6 +71,8 @@ func main() {
 	flag.IntVar(&o.memHosts, "memory-hosts", 100, "BareMetalHosts per identity in the memory scenario.")
 	flag.IntVar(&o.identities, "identities", 50, "Identities in the memory and identities scenarios.")
 	flag.DurationVar(&o.rotateFor, "rotate-for", 30*time.Second, "How long one identity is rotated every 5 s.")
+	flag.IntVar(&o.sharedHosts, "shared-hosts", 100, "BareMetalHosts every identity sees in the shared scenario.")
+	flag.BoolVar(&o.sharedDistinct, "shared-distinct", true, "Also run the shared scenario with a ServiceAccount per identity, to compare.")
 	flag.Parse()
 	o.scenarios = map[string]bool{}
 	for _, s := range strings.Split(*scenarios, ",") {
@@ -162,6 +168,33 @@ func run(ctx context.Context, o options) error {
 			failed("identities", err)
 		} else {
 			report.rows("Many identities", res.rows())
+		}
+	}
+	if o.scenarios["shared"] {
+		var same, distinct *sharedResult
+		for _, d := range []bool{false, true} {
+			if d && !o.sharedDistinct {
+				continue
+			}
+			progress("shared: %d identities × %d hosts in one pool namespace, distinct credentials %v", o.identities, o.sharedHosts, d)
+			res, err := scenario(func(t testenv.T) (sharedResult, error) { return runShared(ctx, t, o.identities, o.sharedHosts, d) })
+			if err != nil {
+				failed(fmt.Sprintf("shared (distinct %v)", d), err)
+				continue
+			}
+			if d {
+				distinct = &res
+			} else {
+				same = &res
+			}
+		}
+		if same != nil || distinct != nil {
+			r := report
+			r.printf("\n## Identities sharing credentials\n\n%d tenant namespaces, each with its identity Secret, reaching the same %d hosts "+
+				"in one pool namespace; each identity used as the controllers use it (HostAccess, then their two host watches).\n\n",
+				o.identities, o.sharedHosts)
+			header, rows := sharedRows(same, distinct)
+			r.table(r, header, rows)
 		}
 	}
 	if o.scenarios["chaos"] {

@@ -219,6 +219,14 @@ func residentSetSize() (uint64, error) {
 // serverWatches reads from the API server's metrics how many watches of
 // resource are open.
 func serverWatches(ctx context.Context, cfg *rest.Config, resource string) (int, error) {
+	n, err := serverMetric(ctx, cfg, "apiserver_longrunning_requests", `resource="`+resource+`"`, `verb="WATCH"`)
+	return int(n), err
+}
+
+// serverMetric sums the series of the named metric, among those the API
+// server exports, whose labels include every one of labels
+// (`verb="WATCH"`): what the server itself counts.
+func serverMetric(ctx context.Context, cfg *rest.Config, name string, labels ...string) (float64, error) {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return 0, err
@@ -238,11 +246,16 @@ func serverWatches(ctx context.Context, cfg *rest.Config, resource string) (int,
 	total := 0.0
 	scanner := bufio.NewScanner(resp.Body)
 	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
+lines:
 	for scanner.Scan() {
 		line := scanner.Text()
-		if !strings.HasPrefix(line, "apiserver_longrunning_requests{") ||
-			!strings.Contains(line, `resource="`+resource+`"`) || !strings.Contains(line, `verb="WATCH"`) {
+		if !strings.HasPrefix(line, name+"{") {
 			continue
+		}
+		for _, label := range labels {
+			if !strings.Contains(line, label) {
+				continue lines
+			}
 		}
 		value, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
 		if err != nil {
@@ -250,7 +263,7 @@ func serverWatches(ctx context.Context, cfg *rest.Config, resource string) (int,
 		}
 		total += value
 	}
-	return int(total), scanner.Err()
+	return total, scanner.Err()
 }
 
 // watchCounter counts the watches the identities' clients hold open, per
