@@ -77,6 +77,7 @@ type credentials struct {
 // never logged, never in an Event, a condition or a metric.
 func credentialFingerprint(parsed *kubeconfig, namespace string) string {
 	cfg := parsed.restConfig
+	//nolint:gosec // encoded only to be hashed here, never stored or shown
 	data, err := json.Marshal(credentials{
 		Server: cfg.Host, ProxyURL: parsed.proxyURL, TLSServerName: cfg.ServerName, Insecure: cfg.Insecure,
 		DisableCompression: cfg.DisableCompression, CAData: cfg.CAData, CertData: cfg.CertData, KeyData: cfg.KeyData,
