@@ -386,22 +386,9 @@ func startTenantFleet(ctx context.Context, t testenv.T, identities, hostsPerIden
 		// What a pool admin hands a tenant: a token of a ServiceAccount
 		// allowed only the provider's verbs in the tenant's pool namespace.
 		kubeconfig := f.pool.ServiceAccountKubeconfig(t, poolNamespace, serviceAccount, time.Hour, testenv.HostProviderRules()...)
-		if err := ignoreExists(f.mgmt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}})); err != nil {
+		if err := f.addTenant(ctx, tenant, poolNamespace, serviceAccount, kubeconfig); err != nil {
 			return nil, err
 		}
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "pool-kubeconfig"},
-			Data:       map[string][]byte{"kubeconfig": kubeconfig},
-		}
-		if err := f.mgmt.Client.Create(ctx, secret); err != nil {
-			return nil, fmt.Errorf("identity Secret of %s: %w", tenant, err)
-		}
-		f.ids = append(f.ids, identity.Identity{
-			Key:             identity.Key{SecretNamespace: tenant, SecretName: secret.Name},
-			ObjectNamespace: tenant,
-		})
-		f.poolNamespaces = append(f.poolNamespaces, poolNamespace)
-		f.serviceAccounts = append(f.serviceAccounts, serviceAccount)
 	}
 	if err := createInspectedHosts(ctx, f.pool.Client, f.poolNamespaces, hostsPerIdentity); err != nil {
 		return nil, err
@@ -514,4 +501,26 @@ func (f *tenantFleet) waitInitialEvents() error {
 	return pollUntil(f.ctx, 2*time.Minute, 20*time.Millisecond, "initial host events", func() (bool, error) {
 		return f.events.Load() >= want, nil
 	})
+}
+
+// addTenant gives the fleet a tenant namespace holding an identity Secret
+// with kubeconfig, for the ServiceAccount serviceAccount of poolNamespace.
+func (f *tenantFleet) addTenant(ctx context.Context, tenant, poolNamespace, serviceAccount string, kubeconfig []byte) error {
+	if err := ignoreExists(f.mgmt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}})); err != nil {
+		return err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "pool-kubeconfig"},
+		Data:       map[string][]byte{"kubeconfig": kubeconfig},
+	}
+	if err := f.mgmt.Client.Create(ctx, secret); err != nil {
+		return fmt.Errorf("identity Secret of %s: %w", tenant, err)
+	}
+	f.ids = append(f.ids, identity.Identity{
+		Key:             identity.Key{SecretNamespace: tenant, SecretName: secret.Name},
+		ObjectNamespace: tenant,
+	})
+	f.poolNamespaces = append(f.poolNamespaces, poolNamespace)
+	f.serviceAccounts = append(f.serviceAccounts, serviceAccount)
+	return nil
 }

@@ -23,8 +23,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
@@ -177,22 +175,9 @@ func startSharedFleet(ctx context.Context, t testenv.T, identities, hosts int, d
 		if distinct || kubeconfig == nil {
 			kubeconfig = f.pool.ServiceAccountKubeconfig(t, sharedPoolNamespace, serviceAccount, time.Hour, testenv.HostProviderRules()...)
 		}
-		if err := ignoreExists(f.mgmt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}})); err != nil {
+		if err := f.addTenant(ctx, tenant, sharedPoolNamespace, serviceAccount, kubeconfig); err != nil {
 			return nil, err
 		}
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "pool-kubeconfig"},
-			Data:       map[string][]byte{"kubeconfig": kubeconfig},
-		}
-		if err := f.mgmt.Client.Create(ctx, secret); err != nil {
-			return nil, fmt.Errorf("identity Secret of %s: %w", tenant, err)
-		}
-		f.ids = append(f.ids, identity.Identity{
-			Key:             identity.Key{SecretNamespace: tenant, SecretName: secret.Name},
-			ObjectNamespace: tenant,
-		})
-		f.poolNamespaces = append(f.poolNamespaces, sharedPoolNamespace)
-		f.serviceAccounts = append(f.serviceAccounts, serviceAccount)
 	}
 	if err := createInspectedHosts(ctx, f.pool.Client, []string{sharedPoolNamespace}, hosts); err != nil {
 		return nil, err
