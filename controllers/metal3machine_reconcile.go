@@ -120,8 +120,8 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 			fmt.Sprintf("Host %s reports an error: %s", host, host.ErrorMessage))
 	case provisioned:
 		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionTrue, infrav1.ProvisionedReason, "")
-		result, nodeHasIt, err := r.reconcileNode(ctx, s, host)
-		if published == nil && !nodeHasIt {
+		result, node, err := r.reconcileNode(ctx, s, host)
+		if published == nil && !node.publishable {
 			// Cluster API looks for the Node by the providerID once, when
 			// the machine publishes it, and hears of Nodes only once the
 			// control plane is initialized: the Node carries it first (as
@@ -131,7 +131,10 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 			return result, err
 		}
 		m3m.Status.Initialization.Provisioned = ptr.To(true)
-		return result, err
+		if err != nil || !node.seen {
+			return result, err
+		}
+		return awaitNodeRef(ctx, s, published, result, time.Now()), nil
 	default:
 		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.ProvisioningReason,
 			fmt.Sprintf("Host %s is %s", host, stateOrRegistering(host)))

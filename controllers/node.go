@@ -23,6 +23,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,31 +41,46 @@ const (
 	HostUIDNodeLabel = workload.HostUIDLabel
 	// nodeRequeue is how often a machine looks for its Node while it boots.
 	nodeRequeue = 20 * time.Second
+	// nodeRefWait is how often a published machine checks that Cluster API
+	// has linked its Machine to the Node.
+	nodeRefWait = 10 * time.Second
 )
+
+// nodeLink is how far the machine's Node is from Cluster API linking it
+// to the Machine, as far as reconcileNode could tell.
+type nodeLink struct {
+	// publishable: the providerID may be published, as the Node carries
+	// it, or a cloud provider (or no workload access at all) sets it
+	// instead.
+	publishable bool
+	// seen: the Node was found, carrying the providerID.
+	seen bool
+}
 
 // reconcileNode does what the provider owes the machine's workload Node:
 // its providerID when the cluster runs no cloud provider (CAPI matches
 // Nodes to Machines by it), and the host labels under the Metal3Cluster's
 // label-sync prefixes. Workload clients come from CAPI's ClusterCache.
-// nodeHasIt is true once the Node carries the providerID, or a cloud
-// provider (or no workload access at all) sets it instead.
-func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineScope, host *hostbinding.Host) (_ ctrl.Result, nodeHasIt bool, _ error) {
+func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineScope, host *hostbinding.Host) (ctrl.Result, nodeLink, error) {
 	if r.ClusterCache == nil {
-		return ctrl.Result{}, true, nil
+		return ctrl.Result{}, nodeLink{publishable: true}, nil
 	}
 	m3c, err := r.metal3Cluster(ctx, s.cluster)
 	if err != nil {
-		return ctrl.Result{}, false, err
+		return ctrl.Result{}, nodeLink{}, err
 	}
 	cloudProvider := cloudProviderEnabled(m3c)
+	// Until the Node is found, a cloud provider is trusted to set the
+	// providerID.
+	unseen := nodeLink{publishable: cloudProvider}
 	prefixes := r.labelSyncPrefixes(ctx, m3c, s.m3m)
 	if cloudProvider && len(prefixes) == 0 {
-		return ctrl.Result{}, true, nil
+		return ctrl.Result{}, unseen, nil
 	}
 	workloadClient, err := r.ClusterCache.GetClient(ctx, client.ObjectKeyFromObject(s.cluster))
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("Workload cluster not reachable yet to reconcile the machine's Node", "reason", err.Error())
-		return ctrl.Result{RequeueAfter: nodeRequeue}, cloudProvider, nil
+		return ctrl.Result{RequeueAfter: nodeRequeue}, unseen, nil
 	}
 	providerID := hostbinding.ProviderID(host.BareMetalHost, s.m3m)
 	query := workload.NodeQuery{ProviderID: providerID}
@@ -76,10 +92,10 @@ func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineS
 	}
 	node, err := workload.FindNode(ctx, workloadClient, query)
 	if err != nil {
-		return ctrl.Result{}, cloudProvider, fmt.Errorf("find the workload Node of host %s: %w", host, err)
+		return ctrl.Result{}, unseen, fmt.Errorf("find the workload Node of host %s: %w", host, err)
 	}
 	if node == nil {
-		return ctrl.Result{RequeueAfter: nodeRequeue}, cloudProvider, nil
+		return ctrl.Result{RequeueAfter: nodeRequeue}, unseen, nil
 	}
 	before := node.DeepCopy()
 	if !cloudProvider {
@@ -89,18 +105,18 @@ func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineS
 			node.Spec.ProviderID = providerID
 		default:
 			// spec.providerID is immutable once set; someone else set it.
-			return ctrl.Result{}, false, fmt.Errorf("node %s has providerID %q, not %q", node.Name, node.Spec.ProviderID, providerID)
+			return ctrl.Result{}, nodeLink{}, fmt.Errorf("node %s has providerID %q, not %q", node.Name, node.Spec.ProviderID, providerID)
 		}
 	}
 	labelsChanged := workload.SyncLabels(node, host.BareMetalHost.Labels, prefixes)
 	if node.Spec.ProviderID != before.Spec.ProviderID || labelsChanged {
 		if err := workloadClient.Patch(ctx, node, client.MergeFrom(before)); err != nil {
-			return ctrl.Result{}, false, fmt.Errorf("update workload node %s: %w", node.Name, err)
+			return ctrl.Result{}, nodeLink{}, fmt.Errorf("update workload node %s: %w", node.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Updated the machine's Node", "node", klog.KObj(node), "providerID", node.Spec.ProviderID,
 			"syncedLabelPrefixes", strings.Join(prefixes, ","))
 	}
-	return ctrl.Result{}, true, nil
+	return ctrl.Result{}, nodeLink{publishable: true, seen: true}, nil
 }
 
 // metal3Cluster is the Cluster's Metal3Cluster, or nil when the Cluster's
@@ -151,4 +167,36 @@ func (r *Metal3MachineReconciler) labelSyncPrefixes(ctx context.Context, m3c *in
 		}
 	}
 	return prefixes
+}
+
+// awaitNodeRef keeps a machine whose Node was seen carrying its providerID
+// reconciled until Cluster API links the Machine to the Node, and asks
+// Cluster API to look again when it looked and missed. A Node never seen
+// (a cloud provider's to label, or not booted) costs no write.
+//
+// Cluster API's Machine controller looks the Node up by providerID in its
+// cache of the workload cluster, once per event on the Machine or the
+// Metal3Machine, and does not retry a miss: it waits for a Node event,
+// but watches Nodes only once the control plane is initialized. This
+// provider sets the Node's providerID a moment before publishing it, so a
+// lookup whose cache is that moment behind, or a Node that registered
+// again meanwhile, would leave the first control-plane Machine (and so the
+// whole cluster) waiting forever. A new status.lastUpdated is an event on
+// the Metal3Machine, on which Cluster API looks again.
+func awaitNodeRef(ctx context.Context, s *machineScope, published *string, result ctrl.Result, now time.Time) ctrl.Result {
+	machine := s.machine
+	if machine.Status.NodeRef.IsDefined() || !machine.DeletionTimestamp.IsZero() {
+		return result
+	}
+	lastUpdated := s.m3m.Status.LastUpdated
+	lookedAndMissed := published != nil && machine.Spec.ProviderID == *published
+	if lookedAndMissed && (lastUpdated == nil || now.Sub(lastUpdated.Time) >= nodeRefWait) {
+		ctrl.LoggerFrom(ctx).Info("Cluster API has not linked the Machine to its Node yet; asking it to look again",
+			"machine", klog.KObj(machine), "providerID", *published)
+		s.m3m.Status.LastUpdated = &metav1.Time{Time: now}
+	}
+	if result.RequeueAfter == 0 || result.RequeueAfter > nodeRefWait {
+		result.RequeueAfter = nodeRefWait
+	}
+	return result
 }

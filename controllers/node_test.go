@@ -1,0 +1,123 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+)
+
+func TestAwaitNodeRef(t *testing.T) {
+	const providerID = "metal3://ns/host/m3m"
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	longAgo := metav1.NewTime(now.Add(-nodeRefWait))
+	justNow := metav1.NewTime(now.Add(-time.Second))
+	deleted := metav1.NewTime(now)
+
+	tests := []struct {
+		name string
+		// published is the providerID the Metal3Machine had before this
+		// reconcile; machineProviderID what Cluster API copied to the
+		// Machine.
+		published         *string
+		machineProviderID string
+		nodeRef           string
+		deleting          bool
+		lastUpdated       *metav1.Time
+		result            ctrl.Result
+		wantNudge         bool
+		wantRequeue       time.Duration
+	}{
+		{
+			name:      "linked: nothing to wait for",
+			published: ptr.To(providerID), machineProviderID: providerID, nodeRef: "node-0",
+			lastUpdated: &longAgo,
+		},
+		{
+			name:      "published in this reconcile: Cluster API has not looked yet",
+			published: nil, lastUpdated: &longAgo,
+			wantRequeue: nodeRefWait,
+		},
+		{
+			name:      "Cluster API has not copied the providerID yet",
+			published: ptr.To(providerID), lastUpdated: &longAgo,
+			wantRequeue: nodeRefWait,
+		},
+		{
+			name:      "Cluster API looked and missed, long ago: asked to look again",
+			published: ptr.To(providerID), machineProviderID: providerID, lastUpdated: &longAgo,
+			wantNudge: true, wantRequeue: nodeRefWait,
+		},
+		{
+			name:      "Cluster API looked and missed, status never stamped",
+			published: ptr.To(providerID), machineProviderID: providerID,
+			wantNudge: true, wantRequeue: nodeRefWait,
+		},
+		{
+			name:      "Cluster API looked a moment ago: no new event yet",
+			published: ptr.To(providerID), machineProviderID: providerID, lastUpdated: &justNow,
+			wantRequeue: nodeRefWait,
+		},
+		{
+			name:      "a sooner requeue is kept",
+			published: ptr.To(providerID), machineProviderID: providerID, lastUpdated: &justNow,
+			result:      ctrl.Result{RequeueAfter: time.Second},
+			wantRequeue: time.Second,
+		},
+		{
+			name:      "a later requeue is brought forward",
+			published: ptr.To(providerID), machineProviderID: providerID, lastUpdated: &justNow,
+			result:      ctrl.Result{RequeueAfter: nodeRequeue},
+			wantRequeue: nodeRefWait,
+		},
+		{
+			name:      "the Machine is being deleted",
+			published: ptr.To(providerID), machineProviderID: providerID, deleting: true, lastUpdated: &longAgo,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			machine := &clusterv1.Machine{Spec: clusterv1.MachineSpec{ProviderID: tt.machineProviderID}}
+			machine.Status.NodeRef.Name = tt.nodeRef
+			if tt.deleting {
+				machine.DeletionTimestamp = &deleted
+				machine.Finalizers = []string{clusterv1.MachineFinalizer}
+			}
+			m3m := &infrav1.Metal3Machine{}
+			m3m.Status.LastUpdated = tt.lastUpdated.DeepCopy()
+			s := &machineScope{machine: machine, m3m: m3m}
+
+			result := awaitNodeRef(context.Background(), s, tt.published, tt.result, now)
+
+			if result.RequeueAfter != tt.wantRequeue {
+				t.Errorf("RequeueAfter = %s, want %s", result.RequeueAfter, tt.wantRequeue)
+			}
+			nudged := m3m.Status.LastUpdated != nil && m3m.Status.LastUpdated.Time.Equal(now)
+			if nudged != tt.wantNudge {
+				t.Errorf("lastUpdated = %v, nudged %t, want %t", m3m.Status.LastUpdated, nudged, tt.wantNudge)
+			}
+		})
+	}
+}
