@@ -42,10 +42,11 @@ func BMOCRDPath(t T) string {
 
 // StartBMO runs the real Bare Metal Operator in test mode (its fixture
 // provisioner stands in for Ironic) against the environment, until the test
-// ends. Its output is shown if the test fails.
-func (e *Env) StartBMO(t T, podNamespace string) {
+// ends. Its output is shown if the test fails. The returned Process can be
+// killed and restarted meanwhile.
+func (e *Env) StartBMO(t T, podNamespace string) *Process {
 	t.Helper()
-	e.runTool(t, bmoTool, []string{"POD_NAMESPACE=" + podNamespace},
+	return e.runTool(t, bmoTool, []string{"POD_NAMESPACE=" + podNamespace},
 		"--test-mode",
 		"--webhook-port=0",
 		"--metrics-addr="+FreeLoopbackAddr(t),

@@ -66,13 +66,13 @@ func (b *builtTool) crdPath(t T) string {
 
 // runTool runs tool against the environment as a system:masters user named
 // after it, with args and extraEnv, until the test ends (see RunProcess).
-func (e *Env) runTool(t T, tool *builtTool, extraEnv []string, args ...string) {
+func (e *Env) runTool(t T, tool *builtTool, extraEnv []string, args ...string) *Process {
 	t.Helper()
 	dir, err := tool.Dir()
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	e.RunProcess(t, filepath.Join(dir, tool.binary), extraEnv, args...)
+	return e.RunProcess(t, filepath.Join(dir, tool.binary), extraEnv, args...)
 }
 
 // RunProcess runs the controller binary at path against the environment as

@@ -24,6 +24,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -54,7 +55,14 @@ var (
 func TestE2E(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "metal3 e2e")
+	if !RunSpecs(t, "metal3 e2e") {
+		// Again, last: a CI log is often cut to its tail, below the
+		// processes' output and Ginkgo's summary, which names the failed
+		// specs but not why they failed.
+		for _, failure := range failures {
+			t.Log(failure)
+		}
+	}
 }
 
 var _ = BeforeSuite(func() {
@@ -77,12 +85,18 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(func() { management.Dispose(ctx) })
 })
 
-// specFailed records that a spec failed, for the environment's cleanup.
-var specFailed atomic.Bool
+var (
+	// specFailed records that a spec failed, for the environment's cleanup.
+	specFailed atomic.Bool
+	// failures are the failed specs, where and why they failed.
+	failures []string
+)
 
 var _ = ReportAfterEach(func(report SpecReport) {
 	if report.Failed() {
 		specFailed.Store(true)
+		failures = append(failures, fmt.Sprintf("FAILED: %s\n  at %s\n  %s",
+			report.FullText(), report.Failure.Location, report.Failure.Message))
 	}
 })
 

@@ -38,6 +38,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1"
 	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
@@ -86,7 +87,9 @@ type Environment struct {
 	// Workload is the API server every cluster's nodes register with.
 	Workload *testenv.Env
 
-	t       testenv.T
+	t testenv.T
+	// poolBMO is the Bare Metal Operator of the pool.
+	poolBMO *testenv.Process
 	kubelet *kubelet
 	mu      sync.Mutex
 	// binders are the clusters running a HostClaim binder, started with
@@ -109,7 +112,7 @@ func Start(t testenv.T) *Environment {
 	t.Helper()
 	e := &Environment{t: t, binders: map[*testenv.Env]bool{}}
 	e.Pool = testenv.Start(t, testenv.Options{Scheme: Scheme(), CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
-	e.Pool.StartBMO(t, "baremetal-operator-system")
+	e.poolBMO = e.Pool.StartBMO(t, "baremetal-operator-system")
 	e.Workload = testenv.Start(t, testenv.Options{Scheme: Scheme()})
 	e.Management = e.AddManagement(t, "management")
 	// The first management cluster also holds hosts of its own, for
@@ -186,10 +189,31 @@ func labelForClusterctl(t testenv.T, mgmt *testenv.Env) {
 }
 
 // StopPool stops the pool's API server, as an outage would, and returns
-// the function that starts it again (same address, certificates and etcd).
-// The restarted server lives as long as the environment.
+// the function that starts it again (same address, certificates and etcd),
+// then restarts the pool's Bare Metal Operator, as its Deployment would:
+// deployed, the operator runs with leader election, and an outage longer
+// than its renew deadline (10 s) ends it. Left running instead, it would
+// retry each host whose status it failed to save during the outage with
+// its work queue's backoff, which grows to over 16 minutes; a host
+// released after the outage would wait that long to deprovision. The
+// restarted server lives as long as the environment.
 func (e *Environment) StopPool() (restart func()) {
-	return e.Pool.StopAPIServer(e.t)
+	restartServer := e.Pool.StopAPIServer(e.t)
+	return func() {
+		restartServer()
+		// The operator exits if the server does not answer as it starts;
+		// its Deployment would start it again until it does.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			return e.Pool.Client.List(ctx, &corev1.NamespaceList{}, client.Limit(1)) == nil, nil
+		}); err != nil {
+			e.t.Fatalf("the pool's API server did not come back: %v", err)
+		}
+		if err := e.poolBMO.Restart(); err != nil {
+			e.t.Fatalf("restart the pool's Bare Metal Operator: %v", err)
+		}
+	}
 }
 
 // CreateNamespace creates a namespace on env.

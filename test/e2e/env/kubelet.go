@@ -42,6 +42,9 @@ const (
 	wedged kubeletFault = iota + 1
 	// broken: the Node reports NotReady whatever happens to the host.
 	broken
+	// unregistered: the host boots but its kubelet has not registered a
+	// Node yet.
+	unregistered
 )
 
 // kubelet stands in for the kubelet of every host: a host the Bare Metal
@@ -141,10 +144,17 @@ func (k *kubelet) setFault(host types.UID, fault kubeletFault) {
 	k.faults[host] = fault
 }
 
+// faulty reports whether host's Node, once registered, is NotReady.
 func (k *kubelet) faulty(host types.UID) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.faults[host] != 0
+	return k.faults[host] == wedged || k.faults[host] == broken
+}
+
+func (k *kubelet) unregistered(host types.UID) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.faults[host] == unregistered
 }
 
 // WedgeKubelet makes the kubelet of the host with UID host report its
@@ -154,6 +164,14 @@ func (e *Environment) WedgeKubelet(host types.UID) { e.kubelet.setFault(host, we
 // BreakKubelet makes the kubelet of the host with UID host report its Node
 // NotReady for good, through reboots.
 func (e *Environment) BreakKubelet(host types.UID) { e.kubelet.setFault(host, broken) }
+
+// HoldNodeRegistration keeps the kubelet of the host with UID host from
+// registering its Node, however long the host runs, until the returned
+// function is called.
+func (e *Environment) HoldNodeRegistration(host types.UID) (register func()) {
+	e.kubelet.setFault(host, unregistered)
+	return func() { e.kubelet.setFault(host, 0) }
+}
 
 // syncNodes makes the workload's Nodes match the provisioned hosts of every
 // cluster holding hosts. Errors (a pool that is down, a conflict) are left
@@ -173,7 +191,7 @@ func (k *kubelet) syncNodes(ctx context.Context) {
 				continue
 			}
 			running[host.Name] = true
-			if host.Status.PoweredOn && !k.seenOff(host.UID) {
+			if host.Status.PoweredOn && !k.seenOff(host.UID) && !k.unregistered(host.UID) {
 				k.registerNode(ctx, host)
 			}
 		}
