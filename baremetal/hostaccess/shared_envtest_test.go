@@ -17,13 +17,9 @@ limitations under the License.
 package hostaccess
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +28,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -46,34 +42,11 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
-// serverMetric sums the series of the named metric, among those env's API
-// server exports, whose labels include every one of labels
-// (`resource="baremetalhosts"`): what the server itself counts.
-func serverMetric(g Gomega, env *testenv.Env, name string, labels ...string) float64 {
-	clientset, err := kubernetes.NewForConfig(env.Config)
+// serverMetric is testenv.ServerMetric inside an assertion.
+func serverMetric(g Gomega, cfg *rest.Config, name string, labels ...string) float64 {
+	value, err := testenv.ServerMetric(context.Background(), cfg, name, labels...)
 	g.Expect(err).NotTo(HaveOccurred())
-	raw, err := clientset.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	g.Expect(err).NotTo(HaveOccurred())
-	total := 0.0
-	scanner := bufio.NewScanner(bytes.NewReader(raw))
-	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
-lines:
-	for scanner.Scan() {
-		line := scanner.Text()
-		if !strings.HasPrefix(line, name+"{") {
-			continue
-		}
-		for _, label := range labels {
-			if !strings.Contains(line, label) {
-				continue lines
-			}
-		}
-		value, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		g.Expect(err).NotTo(HaveOccurred())
-		total += value
-	}
-	g.Expect(scanner.Err()).NotTo(HaveOccurred())
-	return total
+	return value
 }
 
 // hostCreations counts, per identity and host, the creation events each
@@ -120,10 +93,10 @@ func TestSharedAccessorPerCredential(t *testing.T) {
 	tc := startTwoClustersWithPool(t, pool)
 	poolNamespace := tc.ns("pool-shared")
 	hostWatches := func() float64 {
-		return serverMetric(g, pool, "apiserver_longrunning_requests", `resource="baremetalhosts"`, `verb="WATCH"`)
+		return serverMetric(g, pool.Config, "apiserver_longrunning_requests", `resource="baremetalhosts"`, `verb="WATCH"`)
 	}
 	accessReviews := func() float64 {
-		return serverMetric(g, pool, "apiserver_request_total", `resource="selfsubjectaccessreviews"`, `verb="POST"`)
+		return serverMetric(g, pool.Config, "apiserver_request_total", `resource="selfsubjectaccessreviews"`, `verb="POST"`)
 	}
 	reviewsPerConnection := 0
 	for _, need := range requiredAccess[infrav1.HostModeBareMetalHost] {

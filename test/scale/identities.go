@@ -99,7 +99,7 @@ func runIdentities(ctx context.Context, t testenv.T, identities int, rotateFor t
 	peak := sampleGoroutines()
 
 	start := time.Now()
-	if err := f.connectAll(); err != nil {
+	if err := f.connect(f.ids); err != nil {
 		return res, err
 	}
 	res.ConnectAll = time.Since(start)
@@ -460,27 +460,6 @@ func (f *tenantFleet) startManager() error {
 		err := cache.SecretMetadata().Get(ctx, f.ids[0].Key.Secret(), meta)
 		return err == nil, err
 	})
-}
-
-// connectAll asks for every identity at once, as reconciles of all tenants
-// do after a restart, and registers the host watches of each.
-func (f *tenantFleet) connectAll() error {
-	errs := make([]error, len(f.ids))
-	var wg sync.WaitGroup
-	for i, id := range f.ids {
-		wg.Go(func() {
-			// The cache starts with the manager, just after its informers.
-			errs[i] = pollUntil(f.ctx, 2*time.Minute, 50*time.Millisecond, "HostAccess of "+id.Key.String(), func() (bool, error) {
-				if _, err := f.cache.HostAccess(f.ctx, id); err != nil {
-					return false, err
-				}
-				err := f.watch(id.Key)
-				return err == nil, err
-			})
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // watch registers the controllers' host watches for key, as each of them

@@ -89,7 +89,7 @@ func runMemory(ctx context.Context, t testenv.T, hostsPerIdentity, identities in
 	res.IdleHeap = idle.HeapAlloc
 
 	start := time.Now()
-	if err := f.connectAll(); err != nil {
+	if err := f.connect(f.ids); err != nil {
 		return res, err
 	}
 	res.Connect = time.Since(start)
@@ -219,51 +219,8 @@ func residentSetSize() (uint64, error) {
 // serverWatches reads from the API server's metrics how many watches of
 // resource are open.
 func serverWatches(ctx context.Context, cfg *rest.Config, resource string) (int, error) {
-	n, err := serverMetric(ctx, cfg, "apiserver_longrunning_requests", `resource="`+resource+`"`, `verb="WATCH"`)
+	n, err := testenv.ServerMetric(ctx, cfg, "apiserver_longrunning_requests", `resource="`+resource+`"`, `verb="WATCH"`)
 	return int(n), err
-}
-
-// serverMetric sums the series of the named metric, among those the API
-// server exports, whose labels include every one of labels
-// (`verb="WATCH"`): what the server itself counts.
-func serverMetric(ctx context.Context, cfg *rest.Config, name string, labels ...string) (float64, error) {
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return 0, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", http.NoBody)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("metrics of %s: %s", cfg.Host, resp.Status)
-	}
-	total := 0.0
-	scanner := bufio.NewScanner(resp.Body)
-	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
-lines:
-	for scanner.Scan() {
-		line := scanner.Text()
-		if !strings.HasPrefix(line, name+"{") {
-			continue
-		}
-		for _, label := range labels {
-			if !strings.Contains(line, label) {
-				continue lines
-			}
-		}
-		value, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		if err != nil {
-			return 0, err
-		}
-		total += value
-	}
-	return total, scanner.Err()
 }
 
 // watchCounter counts the watches the identities' clients hold open, per

@@ -84,7 +84,7 @@ func runShared(ctx context.Context, t testenv.T, identities, hosts int, distinct
 	if err != nil {
 		return res, err
 	}
-	reviewsBefore, err := serverMetric(ctx, f.pool.Config, "apiserver_request_total", `resource="selfsubjectaccessreviews"`, `verb="POST"`)
+	reviewsBefore, err := testenv.ServerMetric(ctx, f.pool.Config, "apiserver_request_total", `resource="selfsubjectaccessreviews"`, `verb="POST"`)
 	if err != nil {
 		return res, err
 	}
@@ -124,7 +124,7 @@ func runShared(ctx context.Context, t testenv.T, identities, hosts int, distinct
 		return res, err
 	}
 	res.Accessors, res.IdentitiesConnected = int(accessors-accessorsBefore), int(connected-identitiesBefore)
-	reviews, err := serverMetric(ctx, f.pool.Config, "apiserver_request_total", `resource="selfsubjectaccessreviews"`, `verb="POST"`)
+	reviews, err := testenv.ServerMetric(ctx, f.pool.Config, "apiserver_request_total", `resource="selfsubjectaccessreviews"`, `verb="POST"`)
 	if err != nil {
 		return res, err
 	}
