@@ -33,7 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -163,13 +163,13 @@ func TestIdentityPolicyFlags(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want hostaccess.ServerPolicy
+		want kubeguard.ServerPolicy
 	}{
-		{name: "default: https only, no loopback, no allow-lists", want: hostaccess.ServerPolicy{}},
+		{name: "default: https only, no loopback, no allow-lists", want: kubeguard.ServerPolicy{}},
 		{
 			name: "empty lists, as clusterctl renders unset variables",
 			args: []string{`--identity-allowed-cidrs=""`, `--identity-allowed-host-suffixes=""`},
-			want: hostaccess.ServerPolicy{},
+			want: kubeguard.ServerPolicy{},
 		},
 		{
 			name: "every flag",
@@ -177,7 +177,7 @@ func TestIdentityPolicyFlags(t *testing.T) {
 				"--identity-allow-http", "--identity-allow-loopback", "--identity-allow-insecure-skip-tls-verify",
 				"--identity-allow-proxy-url", "--identity-allowed-cidrs=10.1.2.3/8,fd00::/8", "--identity-allowed-host-suffixes=pools.example.com,.lab",
 			},
-			want: hostaccess.ServerPolicy{
+			want: kubeguard.ServerPolicy{
 				AllowHTTP: true, AllowLoopback: true, AllowInsecureSkipTLSVerify: true, AllowProxyURL: true,
 				AllowedCIDRs:        []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")},
 				AllowedHostSuffixes: []string{"pools.example.com", ".lab"},

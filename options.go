@@ -30,6 +30,7 @@ import (
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
 )
 
@@ -93,7 +94,7 @@ type remoteOptions struct {
 }
 
 // identityPolicyFlags say which API servers tenants' kubeconfigs may send
-// the provider to (hostaccess.ServerPolicy).
+// the provider to (kubeguard.ServerPolicy).
 type identityPolicyFlags struct {
 	allowHTTP                  bool
 	allowLoopback              bool
@@ -104,8 +105,8 @@ type identityPolicyFlags struct {
 }
 
 // serverPolicy converts the flags; validate has checked the CIDRs.
-func (f identityPolicyFlags) serverPolicy() (hostaccess.ServerPolicy, error) {
-	policy := hostaccess.ServerPolicy{
+func (f identityPolicyFlags) serverPolicy() (kubeguard.ServerPolicy, error) {
+	policy := kubeguard.ServerPolicy{
 		AllowHTTP:                  f.allowHTTP,
 		AllowLoopback:              f.allowLoopback,
 		AllowInsecureSkipTLSVerify: f.allowInsecureSkipTLSVerify,
@@ -115,7 +116,7 @@ func (f identityPolicyFlags) serverPolicy() (hostaccess.ServerPolicy, error) {
 	for _, cidr := range nonEmpty(f.allowedCIDRs) {
 		prefix, err := netip.ParsePrefix(cidr)
 		if err != nil {
-			return hostaccess.ServerPolicy{}, fmt.Errorf("--identity-allowed-cidrs: %q is not a CIDR: %w", cidr, err)
+			return kubeguard.ServerPolicy{}, fmt.Errorf("--identity-allowed-cidrs: %q is not a CIDR: %w", cidr, err)
 		}
 		policy.AllowedCIDRs = append(policy.AllowedCIDRs, prefix.Masked())
 	}

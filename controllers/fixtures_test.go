@@ -41,6 +41,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -119,7 +120,7 @@ func testRemoteOptions() hostaccess.Options {
 	return hostaccess.Options{
 		ProbeInterval: 500 * time.Millisecond, ProbeTimeout: 500 * time.Millisecond, FailureThreshold: 2,
 		MinBackoff: 500 * time.Millisecond, MaxBackoff: 2 * time.Second, ConnectTimeout: 5 * time.Second,
-		Policy: hostaccess.ServerPolicy{AllowLoopback: true},
+		Policy: kubeguard.ServerPolicy{AllowLoopback: true},
 	}
 }
 

@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 )
 
 // internalMarker stands for what a service inside the provider's network
@@ -109,7 +109,7 @@ func TestIdentityServerPolicy(t *testing.T) {
 
 	tests := []struct {
 		name, namespace string
-		policy          hostaccess.ServerPolicy
+		policy          kubeguard.ServerPolicy
 		wantReason      string
 		// wantHits is how many requests each service gets: none, or the one
 		// handshake request within a backoff longer than the test.
@@ -119,11 +119,11 @@ func TestIdentityServerPolicy(t *testing.T) {
 		{
 			name: "tenant-strict", namespace: nsTenantStrict, wantReason: infrav1.IdentityServerNotAllowedReason, wantHits: 0,
 			want: func(_ string, svc *markerService) []string {
-				return []string{svc.URL + "/internal/admin", "nothing was sent to it", hostaccess.RuleHTTP}
+				return []string{svc.URL + "/internal/admin", "nothing was sent to it", kubeguard.RuleHTTP}
 			},
 		},
 		{
-			name: "tenant-lax", namespace: nsTenantLax, policy: hostaccess.ServerPolicy{AllowHTTP: true, AllowLoopback: true},
+			name: "tenant-lax", namespace: nsTenantLax, policy: kubeguard.ServerPolicy{AllowHTTP: true, AllowLoopback: true},
 			wantReason: infrav1.IdentityNotAnAPIServerReason, wantHits: 1,
 			want: func(name string, svc *markerService) []string {
 				code := map[string]string{"forbidden": "HTTP 403", "ok": "HTTP 200", "redirect": "HTTP 302"}[name]

@@ -18,8 +18,6 @@ package hostaccess
 
 import (
 	"context"
-	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,13 +26,13 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 )
 
 // accessNeed is one resource the provider acts on in the hosts' namespace.
@@ -86,15 +84,14 @@ type accessor struct {
 	// fingerprint names the credentials (credentialFingerprint).
 	fingerprint string
 	namespace   string
-	server      server
 	client      client.Client
 	reader      client.Reader
 	cache       cache.Cache
-	// http is the client every request to the server goes through, over
-	// transport, the connections of this accessor alone.
-	http      *http.Client
-	transport http.RoundTripper
-	owner     *IdentityCache
+	// guarded is the client every request to the server goes through
+	// (kubeguard), over connections of this accessor alone; its Server
+	// names the server in messages.
+	guarded *kubeguard.Client
+	owner   *IdentityCache
 
 	// users are the identities the accessor serves, and watches the
 	// controllers' watches started on cache, by watcher name, each
@@ -159,12 +156,12 @@ func (a *accessor) prepare(ctx context.Context, mode infrav1.HostMode) error {
 func (a *accessor) prepareLocked(ctx context.Context, mode infrav1.HostMode) error {
 	ctx, cancel := context.WithTimeout(ctx, a.owner.opts.ConnectTimeout)
 	defer cancel()
-	if err := checkAccess(ctx, a.key, a.server, a.direct, a.namespace, mode); err != nil {
+	if err := checkAccess(ctx, a.key, a.guarded.Server, a.direct, a.namespace, mode); err != nil {
 		return err
 	}
 	for _, kind := range cachedKinds[mode] {
 		if _, err := a.cache.GetInformer(ctx, kind); err != nil && ctx.Err() == nil {
-			return classify(a.key, a.server.display, err)
+			return classify(a.key, a.guarded.Server.Display, err)
 		}
 	}
 	// The cache may not have started yet, in which case GetInformer did
@@ -172,7 +169,7 @@ func (a *accessor) prepareLocked(ctx context.Context, mode infrav1.HostMode) err
 	if ctx.Err() != nil || !a.cache.WaitForCacheSync(ctx) {
 		return identity.NewError(a.key, infrav1.IdentityUnreachableReason, false, nil,
 			"%s in namespace %s of %s could not be listed within %s",
-			modeKinds(mode), a.namespace, a.server.display, a.owner.opts.ConnectTimeout)
+			modeKinds(mode), a.namespace, a.guarded.Server.Display, a.owner.opts.ConnectTimeout)
 	}
 	return nil
 }
@@ -192,19 +189,16 @@ func modeKinds(mode infrav1.HostMode) string {
 // Every connection it makes is judged by the server policy when dialled.
 func connect(parent context.Context, owner *IdentityCache, key identity.Key, base *rest.Config, namespace, fingerprint string, mode infrav1.HostMode) (*accessor, error) {
 	opts := owner.opts
-	srv, err := parseServer(base.Host)
+	guarded, err := kubeguard.NewClient(base, opts.clientOptions())
 	if err != nil {
-		return nil, identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "server %q is not a URL", base.Host)
+		return nil, classify(key, "", err)
 	}
-	httpClient, err := identityHTTPClient(base, opts)
-	if err != nil {
-		return nil, identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "cannot build an HTTP client for %s", srv.display)
-	}
+	srv := guarded.Server
 	connected := false
 	defer func() {
 		if !connected {
 			// Nothing of a failed attempt uses its connections any longer.
-			closeConnections(httpClient.transport)
+			guarded.Close()
 		}
 	}()
 	cfg := rest.CopyConfig(base)
@@ -215,21 +209,20 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 
 	connectCtx, cancelConnect := context.WithTimeout(parent, opts.ConnectTimeout)
 	defer cancelConnect()
-	if err := discover(connectCtx, key, httpClient.Client, srv); err != nil {
-		return nil, err
+	if err := guarded.Discover(connectCtx); err != nil {
+		return nil, classify(key, srv.Display, err)
 	}
-	httpClient.verified.Store(true)
 
-	mapper, err := newRESTMapper(key, srv, cfg, httpClient.Client)
+	mapper, err := newRESTMapper(key, srv, cfg, guarded.Client)
 	if err != nil {
-		return nil, classify(key, srv.display, err)
+		return nil, classify(key, srv.Display, err)
 	}
-	direct, err := client.New(cfg, client.Options{HTTPClient: httpClient.Client, Scheme: opts.Scheme, Mapper: mapper})
+	direct, err := client.New(cfg, client.Options{HTTPClient: guarded.Client, Scheme: opts.Scheme, Mapper: mapper})
 	if err != nil {
-		return nil, classify(key, srv.display, err)
+		return nil, classify(key, srv.Display, err)
 	}
 	hostCache, err := cache.New(cfg, cache.Options{
-		HTTPClient:        httpClient.Client,
+		HTTPClient:        guarded.Client,
 		Scheme:            opts.Scheme,
 		Mapper:            mapper,
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
@@ -239,21 +232,21 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 		ByObject:         map[client.Object]cache.ByObject{&bmov1alpha1.BareMetalHost{}: {Transform: TransformHost()}},
 	})
 	if err != nil {
-		return nil, classify(key, srv.display, err)
+		return nil, classify(key, srv.Display, err)
 	}
 	cached, err := client.New(cfg, client.Options{
-		HTTPClient: httpClient.Client, Scheme: opts.Scheme, Mapper: mapper,
+		HTTPClient: guarded.Client, Scheme: opts.Scheme, Mapper: mapper,
 		// Secrets hold user data and credentials: never cached.
 		Cache: &client.CacheOptions{Reader: hostCache, DisableFor: []client.Object{&corev1.Secret{}}},
 	})
 	if err != nil {
-		return nil, classify(key, srv.display, err)
+		return nil, classify(key, srv.Display, err)
 	}
 
 	ctx, cancel := context.WithCancel(parent)
 	acc := &accessor{
-		key: key, fingerprint: fingerprint, namespace: namespace, server: srv, client: cached, reader: direct, direct: direct, cache: hostCache,
-		http: httpClient.Client, transport: httpClient.transport, owner: owner, cancel: cancel,
+		key: key, fingerprint: fingerprint, namespace: namespace, client: cached, reader: direct, direct: direct, cache: hostCache,
+		guarded: guarded, owner: owner, cancel: cancel,
 		users: map[identity.Key]bool{}, watches: map[string]*dispatch{},
 		modes: map[infrav1.HostMode]bool{}, modeFails: map[infrav1.HostMode]modeFailure{},
 	}
@@ -270,75 +263,14 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 	return acc, nil
 }
 
-// guardedClient is an identity's HTTP client, the flag its guard reads,
-// and the transport under every wrapper, which holds its connections.
-type guardedClient struct {
-	*http.Client
-	verified  *atomic.Bool
-	transport http.RoundTripper
-}
-
-// identityHTTPClient builds the one HTTP client all of an identity's
-// requests go through: dialled under the server policy, never through the
-// environment's proxy (the policy could not see past it), guarded, and
-// without following redirects.
-func identityHTTPClient(base *rest.Config, opts Options) (*guardedClient, error) {
-	cfg := rest.CopyConfig(base)
-	cfg.Dial = opts.Policy.dialer(opts.ConnectTimeout)
-	kubeconfigProxy := base.Proxy
-	cfg.Proxy = func(req *http.Request) (*url.URL, error) {
-		if kubeconfigProxy != nil {
-			return kubeconfigProxy(req)
-		}
-		return nil, nil
-	}
-	// The transport is the identity's own (a custom dialer keeps client-go
-	// from sharing it): remembered to close its connections when the
-	// accessor stops, which the wrappers above it do not pass on.
-	var transport http.RoundTripper
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		transport = rt
-		return rt
-	})
-	if opts.WrapTransport != nil {
-		cfg.Wrap(opts.WrapTransport)
-	}
-	verified := &atomic.Bool{}
-	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
-		return &guard{next: next, policy: &opts.Policy, requestTimeout: opts.ConnectTimeout, maxBodyBytes: opts.MaxResponseBytes, verified: verified}
-	})
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	httpClient.CheckRedirect = noRedirects
-	return &guardedClient{Client: httpClient, verified: verified, transport: transport}, nil
-}
-
 // stop ends the accessor's informers, with the watches on them, and its
 // probe, waits until they are gone, and closes its connections.
 func (a *accessor) stop() {
 	a.stopOnce.Do(func() {
 		a.cancel()
 		a.running.Wait()
-		closeConnections(a.transport)
+		a.guarded.Close()
 	})
-}
-
-// streamTeardown is ample time for the HTTP/2 transport to tear down the
-// streams of requests whose context was cancelled: it does so after their
-// callers have returned.
-const streamTeardown = time.Second
-
-// closeConnections closes the connections of an accessor's transport once
-// nothing uses them: those idle now, and again after streamTeardown those
-// whose last requests (watches) the accessor's context cancelled. An idle
-// connection otherwise keeps a goroutine and a socket to the server until
-// its idle timeout (90 s); an identity that reconnects, rotates or retries
-// would leave one each time.
-func closeConnections(transport http.RoundTripper) {
-	utilnet.CloseIdleConnectionsFor(transport)
-	time.AfterFunc(streamTeardown, func() { utilnet.CloseIdleConnectionsFor(transport) })
 }
 
 // probeLoop checks the API server every ProbeInterval. FailureThreshold
@@ -367,7 +299,7 @@ func (a *accessor) probeLoop(ctx context.Context) {
 		}
 		a.probed(false)
 		failures++
-		ie := classify(a.key, a.server.display, err)
+		ie := classify(a.key, a.guarded.Server.Display, err)
 		if failures >= opts.FailureThreshold || ie.Reason == infrav1.IdentityUnauthorizedReason {
 			// disconnect stops this accessor and waits for this goroutine,
 			// so it runs on its own.
@@ -400,12 +332,12 @@ func (a *accessor) probed(ok bool) {
 func (a *accessor) probeOnce(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return discover(ctx, a.key, a.http, a.server)
+	return a.guarded.Discover(ctx)
 }
 
 // checkAccess asks the API server, one SelfSubjectAccessReview per verb,
 // whether the identity may do what the provider needs in namespace.
-func checkAccess(ctx context.Context, key identity.Key, srv server, c client.Client, namespace string, mode infrav1.HostMode) error {
+func checkAccess(ctx context.Context, key identity.Key, srv kubeguard.Server, c client.Client, namespace string, mode infrav1.HostMode) error {
 	var missing []string
 	for _, need := range requiredAccess[mode] {
 		for _, verb := range need.verbs {
@@ -417,7 +349,7 @@ func checkAccess(ctx context.Context, key identity.Key, srv server, c client.Cli
 				},
 			}
 			if err := c.Create(ctx, review); err != nil {
-				return classify(key, srv.display, err)
+				return classify(key, srv.Display, err)
 			}
 			if !review.Status.Allowed {
 				resource := need.resource

@@ -34,6 +34,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -131,7 +132,7 @@ func BenchmarkRemoteVsInCluster(b *testing.B) {
 		// The same client limits as the manager's, so neither is throttled differently.
 		QPS: mgmtConfig.QPS, Burst: mgmtConfig.Burst,
 		// envtest's API servers listen on loopback.
-		Policy: ServerPolicy{AllowLoopback: true},
+		Policy: kubeguard.ServerPolicy{AllowLoopback: true},
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -44,6 +44,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -112,7 +113,7 @@ func startTwoClustersWithPool(t *testing.T, pool *testenv.Env) *twoClusters {
 		ProbeInterval: 500 * time.Millisecond, ProbeTimeout: 500 * time.Millisecond, FailureThreshold: 2,
 		MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second, ConnectTimeout: 5 * time.Second,
 		// envtest's API servers listen on loopback.
-		Policy: ServerPolicy{AllowLoopback: true},
+		Policy: kubeguard.ServerPolicy{AllowLoopback: true},
 		Users:  []func() client.ObjectList{func() client.ObjectList { return &infrav1.Metal3MachineList{} }},
 	})
 	if err != nil {
@@ -518,7 +519,7 @@ func withServer(t *testing.T, raw []byte, server string) []byte {
 func rewriteKubeconfig(t *testing.T, raw []byte, edit func(string) string) []byte {
 	t.Helper()
 	out := []byte(edit(string(raw)))
-	if _, err := parseKubeconfig(testKey, out); err != nil {
+	if _, err := kubeguard.Parse(out, ""); err != nil {
 		t.Fatalf("rewritten kubeconfig does not parse: %v\n%s", err, out)
 	}
 	return out

@@ -242,10 +242,7 @@ func (c *IdentityCache) remoteAccess(ctx context.Context, id identity.Identity) 
 		}
 		return nil, fmt.Errorf("read identity Secret %s: %w", key.Secret(), err)
 	}
-	parsed, err := parseIdentitySecret(key, secret)
-	if err == nil {
-		err = c.checkPolicy(key, parsed)
-	}
+	parsed, err := c.parseIdentitySecret(key, secret)
 	if err != nil {
 		ie, _ := c.recordFailure(key, secret.ResourceVersion, "", "", err, false)
 		return nil, ie
@@ -254,7 +251,7 @@ func (c *IdentityCache) remoteAccess(ctx context.Context, id identity.Identity) 
 	// namespace: for a Secret identityRef that is the object's own, and
 	// for a Metal3ClusterIdentity, whose users are in many namespaces, it
 	// keeps one connection per Secret and context.
-	namespace := parsed.namespace
+	namespace := parsed.Namespace
 	if namespace == "" {
 		namespace = key.SecretNamespace
 	}

@@ -40,14 +40,13 @@ limitations under the License.
 // and its cache keeps only the host fields the provider reads
 // (transform.go). Package fake implements the Cache for unit tests.
 //
-// Kubeconfigs come from tenants and are treated as untrusted input: anything
-// that would make the controller run a program or read one of its own files
-// is rejected before a client is built (kubeconfig.go). The network side is
-// closed too: a ServerPolicy judges every server before anything is sent and
-// every connection when it is dialled (policy.go); the first request to a
-// server is a discovery handshake that must be answered as a Kubernetes API
-// server does (discovery.go); and a guard between client-go and the
-// connection bounds every request and makes sure that nothing a server
-// answers reaches a condition or an Event, but the sanitized message of a
-// Kubernetes Status from a server that passed the handshake (guard.go).
+// Kubeconfigs come from tenants and are treated as untrusted input, by
+// package kubeguard, which this package and package workload share: the
+// Secret is parsed field by field with nothing that would make the
+// controller run a program or read one of its own files (kubeconfig.go
+// here asks kubeguard and judges the server by the Options' ServerPolicy),
+// and every request goes through kubeguard's client: dialled under the
+// policy, bounded in time, size and requests in flight, with the discovery
+// handshake first and nothing a server answers reaching a condition, an
+// Event or a log line but the sanitized message of a Kubernetes Status.
 package hostaccess

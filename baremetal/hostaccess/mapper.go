@@ -31,6 +31,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 )
 
 // newRESTMapper maps the kinds the provider uses through an identity
@@ -42,7 +43,7 @@ import (
 // BareMetalHosts at once rather than after the first list times out;
 // Secrets and access reviews are built into every API server. Any other
 // kind falls back to the dynamic mapper, which then discovers.
-func newRESTMapper(key identity.Key, srv server, cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+func newRESTMapper(key identity.Key, srv kubeguard.Server, cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
 	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
 	if err != nil {
 		return nil, err
@@ -54,7 +55,7 @@ func newRESTMapper(key identity.Key, srv server, cfg *rest.Config, httpClient *h
 	}
 	if !servesHosts(served) {
 		return nil, identity.NewError(key, infrav1.IdentityUnreachableReason, false, nil,
-			"%s serves no baremetalhosts in %s: is the Bare Metal Operator's CRD installed?", srv.display, gv)
+			"%s serves no baremetalhosts in %s: is the Bare Metal Operator's CRD installed?", srv.Display, gv)
 	}
 	version := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
 	hosts := restmapper.NewDiscoveryRESTMapper([]*restmapper.APIGroupResources{{

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 )
 
 // Options configure a Cache. Zero durations take the defaults.
@@ -78,10 +79,13 @@ type Options struct {
 
 	// Policy says which servers identities may point at; the zero value is
 	// the strict default (https only, no loopback, link-local or metadata).
-	Policy ServerPolicy
+	Policy kubeguard.ServerPolicy
 	// MaxResponseBytes caps each response body read from an identity's
 	// server (for a watch: per connection, which is then reopened).
 	MaxResponseBytes int64
+	// MaxRequestsInFlight bounds the requests but watches in flight to one
+	// connection's server: a slow server holds at most that many workers.
+	MaxRequestsInFlight int
 
 	// Users list the kinds whose objects use identities, each indexed by
 	// identity.UsedIndex in ManagementCache: an identity stops once none
@@ -115,6 +119,9 @@ func (o *Options) setDefaults() {
 	if o.MaxResponseBytes == 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
+	if o.MaxRequestsInFlight == 0 {
+		o.MaxRequestsInFlight = DefaultMaxRequestsInFlight
+	}
 	if o.ClusterIdentityReader == nil {
 		o.ClusterIdentityReader = o.ManagementCache
 	}
@@ -126,3 +133,17 @@ func (o *Options) setDefaults() {
 // DefaultMaxResponseBytes bounds a response from an identity's server: a
 // list of a thousand BareMetalHosts is a few tens of megabytes at most.
 const DefaultMaxResponseBytes = 64 << 20
+
+// DefaultMaxRequestsInFlight bounds the requests in flight to one
+// connection's server: a healthy server answers in milliseconds, so a burst
+// of reconciles rarely has more than a few at once; a slow one holds no more
+// than this many of the manager's workers.
+const DefaultMaxRequestsInFlight = 4
+
+// clientOptions are what kubeguard bounds every identity's client by.
+func (o *Options) clientOptions() kubeguard.ClientOptions {
+	return kubeguard.ClientOptions{
+		Policy: &o.Policy, RequestTimeout: o.ConnectTimeout, MaxResponseBytes: o.MaxResponseBytes,
+		MaxRequestsInFlight: o.MaxRequestsInFlight, WrapTransport: o.WrapTransport,
+	}
+}

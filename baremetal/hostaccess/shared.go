@@ -30,6 +30,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 )
 
 // This file shares accessors. Identities whose kubeconfigs say the same
@@ -75,11 +76,11 @@ type credentials struct {
 // hosts' namespace: the key of the shared accessors. It is derived from
 // secrets (a token, a private key, a password), so it stays in memory:
 // never logged, never in an Event, a condition or a metric.
-func credentialFingerprint(parsed *kubeconfig, namespace string) string {
-	cfg := parsed.restConfig
+func credentialFingerprint(parsed *kubeguard.Kubeconfig, namespace string) string {
+	cfg := parsed.RESTConfig
 	//nolint:gosec // encoded only to be hashed here, never stored or shown
 	data, err := json.Marshal(credentials{
-		Server: cfg.Host, ProxyURL: parsed.proxyURL, TLSServerName: cfg.ServerName, Insecure: cfg.Insecure,
+		Server: cfg.Host, ProxyURL: parsed.ProxyURL, TLSServerName: cfg.ServerName, Insecure: cfg.Insecure,
 		DisableCompression: cfg.DisableCompression, CAData: cfg.CAData, CertData: cfg.CertData, KeyData: cfg.KeyData,
 		BearerToken: cfg.BearerToken, Username: cfg.Username, Password: cfg.Password,
 		ImpersonateUser: cfg.Impersonate.UserName, ImpersonateUID: cfg.Impersonate.UID,
@@ -130,7 +131,7 @@ func (c *connection) failedFor(mode infrav1.HostMode, now time.Time) bool {
 // (secretVersion) now holds: the one already serving them, else a new one
 // connected for mode. A key whose credentials changed leaves its previous
 // accessor first: the old credentials stop, for it, before the new start.
-func (c *IdentityCache) shareAccess(ctx context.Context, key identity.Key, mode infrav1.HostMode, secretVersion string, parsed *kubeconfig, namespace string) (HostAccess, error) {
+func (c *IdentityCache) shareAccess(ctx context.Context, key identity.Key, mode infrav1.HostMode, secretVersion string, parsed *kubeguard.Kubeconfig, namespace string) (HostAccess, error) {
 	fingerprint := credentialFingerprint(parsed, namespace)
 	mode = normalMode(mode)
 	for {
@@ -143,7 +144,7 @@ func (c *IdentityCache) shareAccess(ctx context.Context, key identity.Key, mode 
 		if state.accessor != nil && state.fingerprint == fingerprint {
 			// The Secret changed, its credentials did not (metadata, another
 			// context, a comment): nothing to reconnect.
-			state.secretVersion, state.hash = secretVersion, parsed.hash
+			state.secretVersion, state.hash = secretVersion, parsed.Hash
 			access := state.accessor.hostAccess(key)
 			c.mu.Unlock()
 			return access, nil
@@ -161,7 +162,7 @@ func (c *IdentityCache) shareAccess(ctx context.Context, key identity.Key, mode 
 		case conn != nil && conn.accessor != nil:
 			acc := conn.accessor
 			rotated := c.leaveLocked(key, state)
-			c.attachLocked(key, state, acc, secretVersion, parsed.hash)
+			c.attachLocked(key, state, acc, secretVersion, parsed.Hash)
 			c.mu.Unlock()
 			c.connected(key, acc, rotated)
 			return acc.hostAccess(key), nil
@@ -177,7 +178,7 @@ func (c *IdentityCache) shareAccess(ctx context.Context, key identity.Key, mode 
 			err := conn.err.For(key)
 			c.leaveLocked(key, state)
 			c.mu.Unlock()
-			ie, _ := c.recordFailure(key, secretVersion, parsed.hash, fingerprint, err, true)
+			ie, _ := c.recordFailure(key, secretVersion, parsed.Hash, fingerprint, err, true)
 			return nil, ie
 		}
 		// Nothing serves these credentials, and they did not just fail:
@@ -195,11 +196,11 @@ func (c *IdentityCache) shareAccess(ctx context.Context, key identity.Key, mode 
 // connectShared makes the attempt conn stands for, on behalf of key, and
 // attaches key to the accessor it yields.
 func (c *IdentityCache) connectShared(parent context.Context, key identity.Key, mode infrav1.HostMode, secretVersion string,
-	parsed *kubeconfig, namespace, fingerprint string, conn *connection, rotated bool,
+	parsed *kubeguard.Kubeconfig, namespace, fingerprint string, conn *connection, rotated bool,
 ) (HostAccess, error) {
-	acc, err := connect(parent, c, key, parsed.restConfig, namespace, fingerprint, mode)
+	acc, err := connect(parent, c, key, parsed.RESTConfig, namespace, fingerprint, mode)
 	if err != nil {
-		ie, retryAt := c.recordFailure(key, secretVersion, parsed.hash, fingerprint, err, true)
+		ie, retryAt := c.recordFailure(key, secretVersion, parsed.Hash, fingerprint, err, true)
 		c.mu.Lock()
 		conn.err, conn.failedMode, conn.retryAt = ie, mode, retryAt
 		close(conn.attempted)
@@ -210,7 +211,7 @@ func (c *IdentityCache) connectShared(parent context.Context, key identity.Key, 
 	conn.accessor = acc
 	close(conn.attempted)
 	recordAccessorCreated(key)
-	c.attachLocked(key, c.stateLocked(key), acc, secretVersion, parsed.hash)
+	c.attachLocked(key, c.stateLocked(key), acc, secretVersion, parsed.Hash)
 	c.mu.Unlock()
 	c.connected(key, acc, rotated)
 	return acc.hostAccess(key), nil
@@ -244,7 +245,7 @@ func (c *IdentityCache) connected(key identity.Key, acc *accessor, rotated bool)
 	ctrl.Log.WithName("hostaccess").V(1).Info("Identity attached to an accessor", "identity", key.String(),
 		"identitiesOnAccessor", len(acc.userKeys()))
 	c.event(key, corev1.EventTypeNormal, "IdentityConnected", "Connect",
-		fmt.Sprintf("Connected to the hosts in namespace %s of %s (rotated: %v)", acc.namespace, acc.server.display, rotated))
+		fmt.Sprintf("Connected to the hosts in namespace %s of %s (rotated: %v)", acc.namespace, acc.guarded.Server.Display, rotated))
 	c.routes.notify(key.Secret())
 }
 

@@ -29,10 +29,34 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 )
+
+var testKey = identity.Key{SecretNamespace: "tenant-a", SecretName: "pool-east"}
+
+// validConfig is a kubeconfig with inline credentials and two contexts.
+func validConfig() *clientcmdapi.Config {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["pool"] = &clientcmdapi.Cluster{Server: "https://pool.example.com:6443", CertificateAuthorityData: testCA}
+	cfg.AuthInfos["tenant"] = &clientcmdapi.AuthInfo{Token: "abc.def"}
+	cfg.Contexts["east"] = &clientcmdapi.Context{Cluster: "pool", AuthInfo: "tenant", Namespace: "pool-east"}
+	cfg.Contexts["west"] = &clientcmdapi.Context{Cluster: "pool", AuthInfo: "tenant"}
+	cfg.CurrentContext = "east"
+	return cfg
+}
+
+func mustWrite(t *testing.T, cfg *clientcmdapi.Config) []byte {
+	t.Helper()
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
 
 // testClientCertificate is a client certificate and its key, PEM-encoded,
 // that a kubeconfig's client-certificate-data and client-key-data accept.
@@ -63,11 +87,11 @@ func testClientCertificate(t *testing.T, name string) (certPEM, keyPEM []byte) {
 // returns its credential fingerprint.
 func fingerprintOf(t *testing.T, key identity.Key, cfg *clientcmdapi.Config) string {
 	t.Helper()
-	parsed, err := parseKubeconfig(key, mustWrite(t, cfg))
+	parsed, err := kubeguard.Parse(mustWrite(t, cfg), key.Context)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	namespace := parsed.namespace
+	namespace := parsed.Namespace
 	if namespace == "" {
 		namespace = key.SecretNamespace
 	}
@@ -144,17 +168,17 @@ func TestCredentialFingerprint(t *testing.T) {
 		})
 	}
 
-	// Every field parseKubeconfig sets is one the fingerprint covers: a
+	// Every field kubeguard.Parse sets is one the fingerprint covers: a
 	// field added there without being added to credentials would let two
 	// users share a client.
-	t.Run("covers every field parseKubeconfig sets", func(t *testing.T) {
+	t.Run("covers every field kubeguard.Parse sets", func(t *testing.T) {
 		cfg := base()
 		cluster, user := cfg.Clusters["pool"], cfg.AuthInfos["tenant"]
 		cluster.TLSServerName, cluster.ProxyURL, cluster.DisableCompression = "api.pool", "http://proxy.example.com:3128", true
 		user.Token, user.Username, user.Password = "t", "u", "p"
 		user.Impersonate, user.ImpersonateUID, user.ImpersonateGroups = "i", "1", []string{"g"}
 		user.ImpersonateUserExtra = map[string][]string{"k": {"v"}}
-		parsed, err := parseKubeconfig(testKey, mustWrite(t, cfg))
+		parsed, err := kubeguard.Parse(mustWrite(t, cfg), testKey.Context)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +187,7 @@ func TestCredentialFingerprint(t *testing.T) {
 			"TLSClientConfig.CertData", "TLSClientConfig.KeyData", "BearerToken", "Username", "Password",
 			"Impersonate.UserName", "Impersonate.UID", "Impersonate.Groups", "Impersonate.Extra",
 		}
-		for _, field := range setFields(reflect.ValueOf(*parsed.restConfig), "") {
+		for _, field := range setFields(reflect.ValueOf(*parsed.RESTConfig), "") {
 			if !slices.Contains(covered, field) {
 				t.Errorf("rest.Config.%s is set from the kubeconfig but not part of the credential fingerprint", field)
 			}

@@ -44,6 +44,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
@@ -318,7 +319,7 @@ func startProvider(t *testing.T, mgmt *testenv.Env) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	started, err := controllers.Setup(ctx, mgr, controllers.SetupOptions{
 		// envtest's API servers listen on loopback.
-		Remote:     hostaccess.Options{Policy: hostaccess.ServerPolicy{AllowLoopback: true}, MinBackoff: time.Second},
+		Remote:     hostaccess.Options{Policy: kubeguard.ServerPolicy{AllowLoopback: true}, MinBackoff: time.Second},
 		Controller: controller.Options{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {

@@ -44,6 +44,7 @@ import (
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -412,7 +413,7 @@ func (f *tenantFleet) startManager() error {
 		SecretReader: mgr.GetAPIReader(), ManagementCache: mgr.GetCache(), InClusterClient: mgr.GetClient(), Scheme: f.scheme,
 		WrapTransport: f.watches.wrap,
 		// envtest's API servers listen on loopback.
-		Policy: hostaccess.ServerPolicy{AllowLoopback: true},
+		Policy: kubeguard.ServerPolicy{AllowLoopback: true},
 	})
 	if err != nil {
 		return err

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package hostaccess
+package kubeguard
 
 import (
 	"bytes"
@@ -30,6 +30,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -50,13 +51,16 @@ const (
 	maxServerMessageRunes = 512
 )
 
-// guard is the innermost wrapper of an identity's HTTP transport, between
-// client-go and the connection: everything an identity's server answers
+// guard is the innermost wrapper of a tenant server's HTTP transport,
+// between client-go and the connection: everything the server answers
 // passes it before any client reads it. It
 //   - refuses requests to URLs the ServerPolicy forbids (a second line behind
 //     the dialer; redirects are not followed at all);
 //   - bounds every request but watches to requestTimeout, so a slow server
 //     cannot hold a reconcile worker;
+//   - bounds the requests but watches in flight (slots), so a slow server
+//     cannot hold every worker either: a request that finds no slot free
+//     within slotWait fails with ErrTooManyRequestsInFlight;
 //   - caps every response body at maxBodyBytes (a watch: per connection);
 //   - replaces the body of every error response by a Status of its own,
 //     keeping only the sanitized message of a well-formed Kubernetes Status,
@@ -70,10 +74,21 @@ type guard struct {
 	policy         *ServerPolicy
 	requestTimeout time.Duration
 	maxBodyBytes   int64
+	// slots holds one token per request in flight; nil: no bound.
+	slots chan struct{}
 	// verified is set once the server answered the discovery handshake as
-	// a Kubernetes API server; shared by every transport of one accessor.
+	// a Kubernetes API server; shared by every transport of one client.
 	verified *atomic.Bool
 }
+
+// slotWait is how long a request waits for a slot: long enough for a burst
+// of quick requests to a healthy server to pass, short enough that a worker
+// is not held by a server that holds every slot.
+const slotWait = time.Second
+
+// ErrTooManyRequestsInFlight fails a request when the server already has as
+// many requests in flight as the provider lets one tenant's server have.
+var ErrTooManyRequestsInFlight = errors.New("too many requests to this server are in flight (the server is slow); retried later")
 
 // rawResponseKey marks the discovery handshake's request: its error bodies
 // reach the handshake, which judges their shape and never shows them.
@@ -83,18 +98,25 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := g.policy.checkURL(req.URL); err != nil {
 		return nil, err
 	}
-	cancel := context.CancelFunc(func() {})
-	if !isWatch(req.URL) && g.requestTimeout > 0 {
-		var ctx context.Context
-		ctx, cancel = context.WithTimeout(req.Context(), g.requestTimeout)
-		req = req.WithContext(ctx)
+	done := func() {}
+	if !isWatch(req.URL) {
+		release, err := g.takeSlot(req.Context())
+		if err != nil {
+			return nil, err
+		}
+		done = release
+		if g.requestTimeout > 0 {
+			ctx, cancel := context.WithTimeout(req.Context(), g.requestTimeout)
+			req = req.WithContext(ctx)
+			done = func() { cancel(); release() }
+		}
 	}
 	resp, err := g.next.RoundTrip(req)
 	if err != nil {
-		cancel()
+		done()
 		return nil, describeTransportError(err)
 	}
-	resp.Body = &cappedBody{body: resp.Body, remaining: g.maxBodyBytes, limit: g.maxBodyBytes, onClose: cancel}
+	resp.Body = &cappedBody{body: resp.Body, remaining: g.maxBodyBytes, limit: g.maxBodyBytes, onClose: sync.OnceFunc(done)}
 	verified := g.verified.Load()
 	if !verified {
 		// Warnings are logged by client-go; an unknown server has no say.
@@ -104,6 +126,27 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		replaceErrorBody(resp, verified)
 	}
 	return resp, nil
+}
+
+// takeSlot waits up to slotWait for a request slot and returns its release.
+func (g *guard) takeSlot(ctx context.Context) (func(), error) {
+	if g.slots == nil {
+		return func() {}, nil
+	}
+	select {
+	case g.slots <- struct{}{}:
+	default:
+		timer := time.NewTimer(slotWait)
+		defer timer.Stop()
+		select {
+		case g.slots <- struct{}{}:
+		case <-timer.C:
+			return nil, ErrTooManyRequestsInFlight
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return sync.OnceFunc(func() { <-g.slots }), nil
 }
 
 // isWatch tells streaming requests, which stay open as long as the server
@@ -238,7 +281,7 @@ func SanitizeServerMessage(msg string) string {
 }
 
 // errResponseTooLarge ends a body longer than the cap.
-var errResponseTooLarge = errors.New("the response is larger than the provider accepts from an identity's server (--remote-max-response-bytes)")
+var errResponseTooLarge = errors.New("the response is larger than the provider accepts from a tenant's server")
 
 // cappedBody ends a response body after limit bytes, describes read errors
 // like transport errors, and ends the request's timeout on Close.
@@ -272,7 +315,7 @@ func (c *cappedBody) Close() error {
 	return err
 }
 
-// transportError is a failed exchange with an identity's server, told in
+// transportError is a failed exchange with a tenant's server, told in
 // the provider's words. The cause stays reachable for errors.Is/As (timeouts,
 // resets), but its text, which may quote the server, is never shown.
 type transportError struct {
@@ -306,7 +349,7 @@ func describeTransportError(err error) error {
 	switch {
 	case errors.As(err, &notAllowed), errors.As(err, &described), errors.Is(err, errResponseTooLarge),
 		err == io.EOF, err == io.ErrUnexpectedEOF, //nolint:errorlint // client-go compares these by identity
-		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrTooManyRequestsInFlight):
 		return err
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 		problem = "the server's host name does not resolve"
@@ -340,7 +383,7 @@ func describeTransportError(err error) error {
 	return &transportError{problem: problem, cause: err}
 }
 
-// noRedirects makes an identity's HTTP client return a redirect as the
+// noRedirects makes a tenant server's HTTP client return a redirect as the
 // response it is: an API server has no reason to send one, and following
 // it would reach a server the tenant did not name.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package hostaccess
+package kubeguard
 
 import (
 	"context"
@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+	"k8s.io/client-go/rest"
 )
 
 // dnsServer answers A and AAAA queries for the names it knows over UDP on
@@ -199,5 +200,36 @@ func TestDialPolicy(t *testing.T) {
 				t.Fatalf("refusal names host %q, want the host as written, %q", refused.Host, tt.host)
 			}
 		})
+	}
+}
+
+// TestRefusalNamesTheFlag: a refusal tells the tenant which operator flag
+// would lift or set the rule, for the policy it comes from.
+func TestRefusalNamesTheFlag(t *testing.T) {
+	tests := []struct {
+		policy ServerPolicy
+		server string
+		want   string
+	}{
+		{policy: ServerPolicy{}, server: "https://127.0.0.1:6443", want: "--identity-allow-loopback"},
+		{policy: ServerPolicy{Flags: "workload"}, server: "https://127.0.0.1:6443", want: "--workload-allow-loopback"},
+		{policy: ServerPolicy{Flags: "workload"}, server: "http://api.example.com", want: "--workload-allow-http"},
+		{policy: ServerPolicy{Flags: "workload", AllowedHostSuffixes: []string{"pool.test"}}, server: "https://api.example.com",
+			want: "--workload-allowed-host-suffixes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			k := &Kubeconfig{RESTConfig: &rest.Config{Host: tt.server}}
+			err := tt.policy.Check(k)
+			ge, ok := AsError(err)
+			if !ok || ge.Reason != ReasonServerNotAllowed || !strings.Contains(ge.Message, tt.want) {
+				t.Fatalf("got %v, want ServerNotAllowed naming %s", err, tt.want)
+			}
+		})
+	}
+	// Link-local and metadata addresses have no flag: nothing lifts them.
+	err := (&ServerPolicy{Flags: "workload", AllowLoopback: true}).Check(&Kubeconfig{RESTConfig: &rest.Config{Host: "https://169.254.169.254"}})
+	if ge, ok := AsError(err); !ok || strings.Contains(ge.Message, "--") {
+		t.Fatalf("got %v, want a refusal naming no flag", err)
 	}
 }

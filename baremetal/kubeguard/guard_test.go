@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package hostaccess
+package kubeguard
 
 import (
 	"context"
@@ -33,9 +33,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
 // marker stands for whatever a service inside the provider's network
@@ -69,15 +66,18 @@ func apiVersions(w http.ResponseWriter, _ *http.Request) {
 // localPolicy lets tests reach plain-http servers on loopback.
 var localPolicy = ServerPolicy{AllowHTTP: true, AllowLoopback: true}
 
-func testHTTPClient(t *testing.T, server string, opts Options) *guardedClient {
+// testMaxResponseBytes is the response cap of test clients.
+const testMaxResponseBytes = 64 << 20
+
+func testHTTPClient(t *testing.T, server string, opts ClientOptions) *Client {
 	t.Helper()
-	if opts.ConnectTimeout == 0 {
-		opts.ConnectTimeout = 5 * time.Second
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = 5 * time.Second
 	}
 	if opts.MaxResponseBytes == 0 {
-		opts.MaxResponseBytes = DefaultMaxResponseBytes
+		opts.MaxResponseBytes = testMaxResponseBytes
 	}
-	c, err := identityHTTPClient(&rest.Config{Host: server}, opts)
+	c, err := NewClient(&rest.Config{Host: server}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func testHTTPClient(t *testing.T, server string, opts Options) *guardedClient {
 
 // restGet does what client-go does with an identity's answer and returns
 // the error a controller would see.
-func restGet(t *testing.T, server string, c *guardedClient, path string) error {
+func restGet(t *testing.T, server string, c *Client, path string) error {
 	t.Helper()
 	cfg := &rest.Config{Host: server}
 	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
@@ -132,13 +132,13 @@ func TestGuardNeverShowsBodies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, _ := countingServer(t, "127.0.0.1:0", tt.handler)
-			c := testHTTPClient(t, srv.URL, Options{Policy: localPolicy})
+			c := testHTTPClient(t, srv.URL, ClientOptions{Policy: &localPolicy})
 			c.verified.Store(tt.verified)
 			err := restGet(t, srv.URL, c, "/apis/metal3.io/v1alpha1/baremetalhosts")
 			if err == nil {
 				t.Fatal("want an error")
 			}
-			msg := classify(testKey, srv.URL, err).Message
+			msg := Classify(srv.URL, err).Message
 			t.Logf("condition message: %s", msg)
 			for _, want := range tt.want {
 				if !strings.Contains(msg, want) {
@@ -208,10 +208,10 @@ func TestGuardTransportErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			server := tt.server(t)
-			c := testHTTPClient(t, server, Options{Policy: localPolicy})
-			err := discover(context.Background(), testKey, c.Client, mustServer(t, server))
-			ie, ok := identity.AsError(err)
-			if !ok || ie.Reason != infrav1.IdentityUnreachableReason {
+			c := testHTTPClient(t, server, ClientOptions{Policy: &localPolicy})
+			err := discover(context.Background(), c.Client, mustServer(t, server))
+			ie, ok := AsError(err)
+			if !ok || ie.Reason != ReasonUnreachable {
 				t.Fatalf("discover = %v, want Unreachable", err)
 			}
 			t.Logf("condition message: %s", ie.Message)
@@ -227,9 +227,9 @@ func TestGuardTransportErrors(t *testing.T) {
 	}
 }
 
-func mustServer(t *testing.T, raw string) server {
+func mustServer(t *testing.T, raw string) Server {
 	t.Helper()
-	srv, err := parseServer(raw)
+	srv, err := ParseServer(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,26 +246,26 @@ func TestDiscoveryHandshake(t *testing.T) {
 		want       string
 	}{
 		{name: "an API server", handler: apiVersions},
-		{name: "a web page", handler: markerPage(http.StatusOK), wantReason: infrav1.IdentityNotAnAPIServerReason, want: "HTTP 200"},
-		{name: "a forbidding web page", handler: markerPage(http.StatusForbidden), wantReason: infrav1.IdentityNotAnAPIServerReason, want: "HTTP 403"},
-		{name: "a failing web page", handler: markerPage(http.StatusInternalServerError), wantReason: infrav1.IdentityNotAnAPIServerReason, want: "HTTP 500"},
+		{name: "a web page", handler: markerPage(http.StatusOK), wantReason: ReasonNotAnAPIServer, want: "HTTP 200"},
+		{name: "a forbidding web page", handler: markerPage(http.StatusForbidden), wantReason: ReasonNotAnAPIServer, want: "HTTP 403"},
+		{name: "a failing web page", handler: markerPage(http.StatusInternalServerError), wantReason: ReasonNotAnAPIServer, want: "HTTP 500"},
 		{name: "a redirect", handler: func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "http://127.0.0.1:1/"+marker, http.StatusFound)
-		}, wantReason: infrav1.IdentityNotAnAPIServerReason, want: "a redirect, which the provider does not follow"},
+		}, wantReason: ReasonNotAnAPIServer, want: "a redirect, which the provider does not follow"},
 		{name: "JSON that is not an API version list", handler: func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"kind":"`+marker+`","versions":["v1"]}`)
-		}, wantReason: infrav1.IdentityNotAnAPIServerReason, want: "HTTP 200"},
-		{name: "credentials rejected", handler: statusAnswer(http.StatusUnauthorized, marker), wantReason: infrav1.IdentityUnauthorizedReason, want: "HTTP 401"},
-		{name: "discovery forbidden", handler: statusAnswer(http.StatusForbidden, marker), wantReason: infrav1.IdentityForbiddenReason, want: "HTTP 403"},
-		{name: "an overloaded API server", handler: statusAnswer(http.StatusServiceUnavailable, marker), wantReason: infrav1.IdentityUnreachableReason, want: "HTTP 503"},
+		}, wantReason: ReasonNotAnAPIServer, want: "HTTP 200"},
+		{name: "credentials rejected", handler: statusAnswer(http.StatusUnauthorized, marker), wantReason: ReasonUnauthorized, want: "HTTP 401"},
+		{name: "discovery forbidden", handler: statusAnswer(http.StatusForbidden, marker), wantReason: ReasonForbidden, want: "HTTP 403"},
+		{name: "an overloaded API server", handler: statusAnswer(http.StatusServiceUnavailable, marker), wantReason: ReasonUnreachable, want: "HTTP 503"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, hits := countingServer(t, "127.0.0.1:0", tt.handler)
 			server := srv.URL + "/internal/admin"
-			c := testHTTPClient(t, server, Options{Policy: localPolicy})
-			err := discover(context.Background(), testKey, c.Client, mustServer(t, server))
+			c := testHTTPClient(t, server, ClientOptions{Policy: &localPolicy})
+			err := discover(context.Background(), c.Client, mustServer(t, server))
 			if hits.Load() != 1 {
 				t.Errorf("the server got %d requests, want exactly 1", hits.Load())
 			}
@@ -275,7 +275,7 @@ func TestDiscoveryHandshake(t *testing.T) {
 				}
 				return
 			}
-			ie, ok := identity.AsError(err)
+			ie, ok := AsError(err)
 			if !ok || ie.Reason != tt.wantReason {
 				t.Fatalf("discover = %v, want reason %s", err, tt.wantReason)
 			}
@@ -320,7 +320,7 @@ func TestRedirectsAreJudgedAtDialTime(t *testing.T) {
 				t.Fatalf("following the redirect: %v, want refusal by %q", err, tt.wantRule)
 			}
 
-			id := testHTTPClient(t, origin.URL, Options{Policy: policy})
+			id := testHTTPClient(t, origin.URL, ClientOptions{Policy: &policy})
 			resp, err = id.Get(origin.URL) //nolint:noctx // test client
 			if err != nil {
 				t.Fatal(err)
@@ -344,7 +344,7 @@ func TestGuardBoundsCost(t *testing.T) {
 		srv, _ := countingServer(t, "127.0.0.1:0", func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = w.Write(make([]byte, 1<<20))
 		})
-		c := testHTTPClient(t, srv.URL, Options{Policy: localPolicy, MaxResponseBytes: 64 << 10})
+		c := testHTTPClient(t, srv.URL, ClientOptions{Policy: &localPolicy, MaxResponseBytes: 64 << 10})
 		resp, err := c.Get(srv.URL) //nolint:noctx // test client
 		if err != nil {
 			t.Fatal(err)
@@ -369,7 +369,7 @@ func TestGuardBoundsCost(t *testing.T) {
 	}
 	t.Run("a request the server does not finish times out", func(t *testing.T) {
 		srv, _ := countingServer(t, "127.0.0.1:0", hang)
-		c := testHTTPClient(t, srv.URL, Options{Policy: localPolicy, ConnectTimeout: 200 * time.Millisecond})
+		c := testHTTPClient(t, srv.URL, ClientOptions{Policy: &localPolicy, RequestTimeout: 200 * time.Millisecond})
 		resp, err := c.Get(srv.URL + "/api/v1/secrets") //nolint:noctx // test client
 		if err == nil {
 			_, err = io.ReadAll(resp.Body)
@@ -381,7 +381,7 @@ func TestGuardBoundsCost(t *testing.T) {
 	})
 	t.Run("a watch is not cut by the request timeout", func(t *testing.T) {
 		srv, _ := countingServer(t, "127.0.0.1:0", hang)
-		c := testHTTPClient(t, srv.URL, Options{Policy: localPolicy, ConnectTimeout: 200 * time.Millisecond})
+		c := testHTTPClient(t, srv.URL, ClientOptions{Policy: &localPolicy, RequestTimeout: 200 * time.Millisecond})
 		resp, err := c.Get(srv.URL + "/apis/metal3.io/v1alpha1/baremetalhosts?watch=true") //nolint:noctx // test client
 		if err != nil {
 			t.Fatal(err)
@@ -390,6 +390,58 @@ func TestGuardBoundsCost(t *testing.T) {
 		body, err := io.ReadAll(resp.Body)
 		if err != nil || string(body) != "event" {
 			t.Fatalf("watch read %q, %v; want the event sent after the timeout", body, err)
+		}
+	})
+	// The attack: a tenant's server that answers nothing would hold one
+	// reconcile worker per request for the whole request timeout, and so,
+	// with enough objects, every worker of the manager.
+	t.Run("requests in flight are bounded; a slot is freed when the answer ends", func(t *testing.T) {
+		release := make(chan struct{})
+		var started atomic.Int64
+		srv, served := countingServer(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) {
+			started.Add(1)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			apiVersions(w, r)
+		})
+		c := testHTTPClient(t, srv.URL, ClientOptions{Policy: &localPolicy, MaxRequestsInFlight: 2, RequestTimeout: 10 * time.Second})
+		get := func() error {
+			resp, err := c.Get(srv.URL + "/api") //nolint:noctx // test client
+			if err != nil {
+				return err
+			}
+			_, err = io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			return err
+		}
+		held := make(chan error, 2)
+		for range 2 {
+			go func() { held <- get() }()
+		}
+		for started.Load() < 2 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		begin := time.Now()
+		err := get()
+		if !errors.Is(err, ErrTooManyRequestsInFlight) {
+			t.Fatalf("third request: got %v, want ErrTooManyRequestsInFlight", err)
+		}
+		if waited := time.Since(begin); waited > 5*time.Second {
+			t.Errorf("the third request waited %s for a slot; it must give up after about %s", waited, slotWait)
+		}
+		if got := served.Load(); got != 2 {
+			t.Errorf("server saw %d requests, want 2: a request without a slot must not be sent", got)
+		}
+		close(release)
+		for range 2 {
+			if err := <-held; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := get(); err != nil {
+			t.Fatalf("after the answers ended, a request must find a slot: %v", err)
 		}
 	})
 }
@@ -401,7 +453,7 @@ func BenchmarkGuard(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(apiVersions))
 	b.Cleanup(srv.Close)
 	bare := &http.Transport{DialContext: (&net.Dialer{}).DialContext}
-	guarded := &guard{next: bare, policy: &localPolicy, requestTimeout: 5 * time.Second, maxBodyBytes: DefaultMaxResponseBytes, verified: &atomic.Bool{}}
+	guarded := &guard{next: bare, policy: &localPolicy, requestTimeout: 5 * time.Second, maxBodyBytes: testMaxResponseBytes, verified: &atomic.Bool{}}
 	for _, tc := range []struct {
 		name      string
 		transport http.RoundTripper

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package hostaccess
+package kubeguard
 
 import (
 	"context"
@@ -26,12 +26,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
-// ServerPolicy says which API servers an identity's kubeconfig may send the
+// ServerPolicy says which API servers a tenant's kubeconfig may send the
 // provider to. A kubeconfig is tenant input, and the provider dials from
 // inside the management network: without a policy a tenant could make it
 // request cloud metadata endpoints, admin consoles or services on the
@@ -64,21 +61,57 @@ type ServerPolicy struct {
 	AllowedHostSuffixes []string
 	// Resolver resolves server names at dial time; nil is the system's.
 	Resolver *net.Resolver
+	// Flags is the prefix of the operator flags that set this policy
+	// ("identity" for --identity-allow-loopback, ...), named in refusals so
+	// the tenant knows whom to ask; empty: "identity".
+	Flags string
 }
 
-// Rules a server can break; they appear in the ServerNotAllowed condition.
+// Rules a server can break; they appear in the ServerNotAllowed condition,
+// followed by the operator flag that lifts or sets them, if any.
 const (
-	RuleHTTP        = "plain http is not allowed (the provider's operator can permit it with --identity-allow-http)"
-	RuleLoopback    = "loopback addresses are not allowed (the provider's operator can permit them with --identity-allow-loopback)"
+	RuleHTTP        = "plain http is not allowed"
+	RuleLoopback    = "loopback addresses are not allowed"
 	RuleLinkLocal   = "link-local addresses are not allowed"
 	RuleMetadata    = "cloud metadata endpoints are not allowed"
 	RuleUnspecified = "the unspecified address is not allowed"
 	RuleMulticast   = "multicast and broadcast addresses are not allowed"
-	RuleCIDR        = "the address is outside the provider's allowed CIDRs (--identity-allowed-cidrs)"
-	RuleHostSuffix  = "the host is not under one of the provider's allowed host suffixes (--identity-allowed-host-suffixes)"
-	RuleInsecure    = "insecure-skip-tls-verify is not allowed (the provider's operator can permit it with --identity-allow-insecure-skip-tls-verify)"
-	RuleProxy       = "proxy-url is not allowed (the provider's operator can permit it with --identity-allow-proxy-url)"
+	RuleCIDR        = "the address is outside the provider's allowed CIDRs"
+	RuleHostSuffix  = "the host is not under one of the provider's allowed host suffixes"
+	RuleInsecure    = "insecure-skip-tls-verify is not allowed"
+	RuleProxy       = "proxy-url is not allowed"
 )
+
+// ruleFlags are the operator flags (after the policy's prefix) behind the
+// rules an operator can change: those that permit, and those that narrow.
+var (
+	ruleLiftedBy = map[string]string{
+		RuleHTTP: "allow-http", RuleLoopback: "allow-loopback",
+		RuleInsecure: "allow-insecure-skip-tls-verify", RuleProxy: "allow-proxy-url",
+	}
+	ruleSetBy = map[string]string{RuleCIDR: "allowed-cidrs", RuleHostSuffix: "allowed-host-suffixes"}
+)
+
+// FlagName is the operator flag of this policy with suffix, e.g.
+// "--workload-allow-loopback".
+func (p *ServerPolicy) FlagName(suffix string) string {
+	prefix := p.Flags
+	if prefix == "" {
+		prefix = "identity"
+	}
+	return "--" + prefix + "-" + suffix
+}
+
+// refuse is the error for host breaking rule, with the flag behind it.
+func (p *ServerPolicy) refuse(host, rule string) *ServerNotAllowedError {
+	e := &ServerNotAllowedError{Host: host, Rule: rule}
+	if suffix, ok := ruleLiftedBy[rule]; ok {
+		e.hint = "the provider's operator can permit it with " + p.FlagName(suffix)
+	} else if suffix, ok := ruleSetBy[rule]; ok {
+		e.hint = p.FlagName(suffix)
+	}
+	return e
+}
 
 // metadataHostNames are the names cloud providers serve instance metadata
 // (and often credentials) under, compared after lower-casing and removing a
@@ -116,27 +149,46 @@ type ServerNotAllowedError struct {
 	// Host is the server's host as the kubeconfig names it.
 	Host string
 	Rule string
+	// hint names the operator flag behind Rule, if any.
+	hint string
 }
 
 func (e *ServerNotAllowedError) Error() string {
-	if e.Host == "" {
-		return e.Rule
+	msg := e.Rule
+	if e.hint != "" {
+		msg += " (" + e.hint + ")"
 	}
-	return fmt.Sprintf("server host %q: %s", e.Host, e.Rule)
+	if e.Host == "" {
+		return msg
+	}
+	return fmt.Sprintf("server host %q: %s", e.Host, msg)
 }
 
-// checkKubeconfig judges what a kubeconfig asks for before any connection:
-// the server URL (scheme, and the host when it is an IP literal or a known
-// name), certificate verification and proxying.
+// Check refuses, before any connection, a kubeconfig whose server URL
+// (scheme, and the host when it is an IP literal or a known name),
+// certificate verification or proxying break the policy: a terminal
+// ServerNotAllowed Error, since only a new kubeconfig can change it.
+func (p *ServerPolicy) Check(k *Kubeconfig) error {
+	srv, err := ParseServer(k.RESTConfig.Host)
+	if err != nil {
+		return newError(ReasonInvalidKubeconfig, true, err, "server %q is not a URL", k.RESTConfig.Host)
+	}
+	if err := p.checkKubeconfig(srv.URL, k.RESTConfig.Insecure, k.RESTConfig.Proxy != nil); err != nil {
+		return newError(ReasonServerNotAllowed, true, err,
+			"the API server at %s is refused, nothing was sent to it: %s", srv.Display, err.Error())
+	}
+	return nil
+}
+
 func (p *ServerPolicy) checkKubeconfig(server *url.URL, insecureSkipTLSVerify, proxy bool) error {
 	if err := p.checkURL(server); err != nil {
 		return err
 	}
 	if insecureSkipTLSVerify && !p.AllowInsecureSkipTLSVerify {
-		return &ServerNotAllowedError{Host: server.Hostname(), Rule: RuleInsecure}
+		return p.refuse(server.Hostname(), RuleInsecure)
 	}
 	if proxy && !p.AllowProxyURL {
-		return &ServerNotAllowedError{Host: server.Hostname(), Rule: RuleProxy}
+		return p.refuse(server.Hostname(), RuleProxy)
 	}
 	return nil
 }
@@ -147,10 +199,10 @@ func (p *ServerPolicy) checkURL(u *url.URL) error {
 	case "https":
 	case "http":
 		if !p.AllowHTTP {
-			return &ServerNotAllowedError{Host: u.Hostname(), Rule: RuleHTTP}
+			return p.refuse(u.Hostname(), RuleHTTP)
 		}
 	default:
-		return &ServerNotAllowedError{Host: u.Hostname(), Rule: fmt.Sprintf("scheme %q is not allowed", u.Scheme)}
+		return p.refuse(u.Hostname(), fmt.Sprintf("scheme %q is not allowed", u.Scheme))
 	}
 	return p.checkHost(u.Hostname())
 }
@@ -161,18 +213,18 @@ func (p *ServerPolicy) checkHost(host string) error {
 	name := strings.TrimSuffix(strings.ToLower(host), ".")
 	if addr, err := netip.ParseAddr(name); err == nil {
 		if len(p.AllowedHostSuffixes) > 0 {
-			return &ServerNotAllowedError{Host: host, Rule: RuleHostSuffix}
+			return p.refuse(host, RuleHostSuffix)
 		}
 		if rule := p.addressRule(addr); rule != "" {
-			return &ServerNotAllowedError{Host: host, Rule: rule}
+			return p.refuse(host, rule)
 		}
 		return nil
 	}
 	if metadataHostNames[name] {
-		return &ServerNotAllowedError{Host: host, Rule: RuleMetadata}
+		return p.refuse(host, RuleMetadata)
 	}
 	if len(p.AllowedHostSuffixes) > 0 && !hasAllowedSuffix(name, p.AllowedHostSuffixes) {
-		return &ServerNotAllowedError{Host: host, Rule: RuleHostSuffix}
+		return p.refuse(host, RuleHostSuffix)
 	}
 	return nil
 }
@@ -249,24 +301,8 @@ func (p *ServerPolicy) dialer(timeout time.Duration) func(ctx context.Context, n
 		if errors.As(err, &refused) {
 			// Name the host as the kubeconfig does, never the address it
 			// resolved to: the tenant must not learn the provider's DNS.
-			return nil, &ServerNotAllowedError{Host: host, Rule: refused.Rule}
+			return nil, p.refuse(host, refused.Rule)
 		}
 		return conn, err
 	}
-}
-
-// checkPolicy refuses, before any connection, a kubeconfig whose server
-// URL, TLS or proxy settings break the server policy. Like a kubeconfig that
-// cannot be parsed, it stays refused until the Secret changes.
-func (c *IdentityCache) checkPolicy(key identity.Key, parsed *kubeconfig) error {
-	srv, err := parseServer(parsed.restConfig.Host)
-	if err != nil {
-		return identity.NewError(key, infrav1.IdentityInvalidKubeconfigReason, true, err, "server %q is not a URL", parsed.restConfig.Host)
-	}
-	err = c.opts.Policy.checkKubeconfig(srv.url, parsed.restConfig.Insecure, parsed.restConfig.Proxy != nil)
-	if err != nil {
-		return identity.NewError(key, infrav1.IdentityServerNotAllowedReason, true, err,
-			"the API server at %s is refused, nothing was sent to it: %s", srv.display, err.Error())
-	}
-	return nil
 }

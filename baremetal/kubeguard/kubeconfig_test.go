@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package hostaccess
+package kubeguard
 
 import (
 	"os"
@@ -26,12 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
-
-var testKey = identity.Key{SecretNamespace: "tenant-a", SecretName: "pool-east"}
 
 // validConfig is a kubeconfig with inline credentials and two contexts.
 func validConfig() *clientcmdapi.Config {
@@ -77,26 +72,24 @@ func TestParseKubeconfigAccepts(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(cfg)
 			}
-			key := testKey
-			key.Context = tt.context
-			got, err := parseKubeconfig(key, mustWrite(t, cfg))
+			got, err := Parse(mustWrite(t, cfg), tt.context)
 			if err != nil {
-				t.Fatalf("parseKubeconfig: %v", err)
+				t.Fatalf("Parse: %v", err)
 			}
-			if got.namespace != tt.wantNamespace {
-				t.Errorf("namespace = %q, want %q", got.namespace, tt.wantNamespace)
+			if got.Namespace != tt.wantNamespace {
+				t.Errorf("namespace = %q, want %q", got.Namespace, tt.wantNamespace)
 			}
-			if tt.wantHost != "" && got.restConfig.Host != tt.wantHost {
-				t.Errorf("host = %q, want %q", got.restConfig.Host, tt.wantHost)
+			if tt.wantHost != "" && got.RESTConfig.Host != tt.wantHost {
+				t.Errorf("host = %q, want %q", got.RESTConfig.Host, tt.wantHost)
 			}
 			assertNoFileOrPlugin(t, got)
 		})
 	}
 }
 
-func assertNoFileOrPlugin(t *testing.T, k *kubeconfig) {
+func assertNoFileOrPlugin(t *testing.T, k *Kubeconfig) {
 	t.Helper()
-	c := k.restConfig
+	c := k.RESTConfig
 	if c.CAFile != "" || c.CertFile != "" || c.KeyFile != "" || c.BearerTokenFile != "" || c.ExecProvider != nil || c.AuthProvider != nil {
 		t.Errorf("rest.Config refers to files or plugins: %+v", c)
 	}
@@ -113,45 +106,45 @@ func TestParseKubeconfigRejects(t *testing.T) {
 		wantReason string
 		wantInMsg  string
 	}{
-		{name: "not YAML", raw: []byte("{{{"), wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "cannot be parsed"},
+		{name: "not YAML", raw: []byte("{{{"), wantReason: ReasonInvalidKubeconfig, wantInMsg: "cannot be parsed"},
 		{name: "exec plugin", mutate: func(c *clientcmdapi.Config) {
 			c.AuthInfos["tenant"].Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh", Args: []string{"-c", "cat /var/run/secrets/kubernetes.io/serviceaccount/token"}, APIVersion: "client.authentication.k8s.io/v1"}
-		}, wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "users[tenant].exec"},
+		}, wantReason: ReasonInvalidKubeconfig, wantInMsg: "users[tenant].exec"},
 		{name: "auth-provider plugin", mutate: func(c *clientcmdapi.Config) {
 			c.AuthInfos["tenant"].AuthProvider = &clientcmdapi.AuthProviderConfig{Name: "oidc"}
-		}, wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "users[tenant].auth-provider"},
+		}, wantReason: ReasonInvalidKubeconfig, wantInMsg: "users[tenant].auth-provider"},
 		{name: "tokenFile", mutate: func(c *clientcmdapi.Config) {
 			c.AuthInfos["tenant"] = &clientcmdapi.AuthInfo{TokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token"}
-		}, wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "users[tenant].tokenFile"},
+		}, wantReason: ReasonInvalidKubeconfig, wantInMsg: "users[tenant].tokenFile"},
 		{name: "client-certificate path", mutate: func(c *clientcmdapi.Config) {
 			c.AuthInfos["tenant"] = &clientcmdapi.AuthInfo{ClientCertificate: "/etc/kubernetes/pki/admin.crt", ClientKeyData: []byte("k")}
-		}, wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "users[tenant].client-certificate"},
+		}, wantReason: ReasonInvalidKubeconfig, wantInMsg: "users[tenant].client-certificate"},
 		{name: "client-key path", mutate: func(c *clientcmdapi.Config) {
 			c.AuthInfos["tenant"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte("c"), ClientKey: "/etc/kubernetes/pki/admin.key"}
-		}, wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "users[tenant].client-key"},
+		}, wantReason: ReasonInvalidKubeconfig, wantInMsg: "users[tenant].client-key"},
 		{name: "certificate-authority path", mutate: func(c *clientcmdapi.Config) {
 			c.Clusters["pool"].CertificateAuthorityData = nil
 			c.Clusters["pool"].CertificateAuthority = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
-		}, wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "clusters[pool].certificate-authority"},
+		}, wantReason: ReasonInvalidKubeconfig, wantInMsg: "clusters[pool].certificate-authority"},
 		{name: "certificate without key", mutate: func(c *clientcmdapi.Config) {
 			c.AuthInfos["tenant"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte("c")}
-		}, wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "users[tenant]"},
+		}, wantReason: ReasonInvalidKubeconfig, wantInMsg: "users[tenant]"},
 		{name: "unparseable certificate data", mutate: func(c *clientcmdapi.Config) {
 			c.AuthInfos["tenant"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte("c"), ClientKeyData: []byte("k")}
-		}, wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "certificates"},
-		{name: "unknown context", context: "north", wantReason: infrav1.IdentityContextNotFoundReason, wantInMsg: `context "north"`},
+		}, wantReason: ReasonInvalidKubeconfig, wantInMsg: "certificates"},
+		{name: "unknown context", context: "north", wantReason: ReasonContextNotFound, wantInMsg: `context "north"`},
 		{name: "no current context", mutate: func(c *clientcmdapi.Config) { c.CurrentContext = "" },
-			wantReason: infrav1.IdentityContextNotFoundReason, wantInMsg: "no current-context"},
+			wantReason: ReasonContextNotFound, wantInMsg: "no current-context"},
 		{name: "context names a missing cluster", mutate: func(c *clientcmdapi.Config) { c.Contexts["east"].Cluster = "gone" },
-			wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "contexts[east].cluster"},
+			wantReason: ReasonInvalidKubeconfig, wantInMsg: "contexts[east].cluster"},
 		{name: "context names a missing user", mutate: func(c *clientcmdapi.Config) { c.Contexts["east"].AuthInfo = "gone" },
-			wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "contexts[east].user"},
+			wantReason: ReasonInvalidKubeconfig, wantInMsg: "contexts[east].user"},
 		{name: "no server", mutate: func(c *clientcmdapi.Config) { c.Clusters["pool"].Server = "" },
-			wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "clusters[pool].server"},
+			wantReason: ReasonInvalidKubeconfig, wantInMsg: "clusters[pool].server"},
 		{name: "server not http(s)", mutate: func(c *clientcmdapi.Config) { c.Clusters["pool"].Server = "unix:///run/kube.sock" },
-			wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "clusters[pool].server"},
+			wantReason: ReasonInvalidKubeconfig, wantInMsg: "clusters[pool].server"},
 		{name: "too large", raw: []byte(strings.Repeat("#", MaxSecretSize+1)),
-			wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "more than"},
+			wantReason: ReasonInvalidKubeconfig, wantInMsg: "more than"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,29 +156,27 @@ func TestParseKubeconfigRejects(t *testing.T) {
 				}
 				raw = mustWrite(t, cfg)
 			}
-			key := testKey
-			key.Context = tt.context
-			_, err := parseKubeconfig(key, raw)
-			assertIdentityError(t, err, tt.wantReason, tt.wantInMsg)
+			_, err := Parse(raw, tt.context)
+			assertGuardError(t, err, tt.wantReason, tt.wantInMsg)
 		})
 	}
 }
 
-func assertIdentityError(t *testing.T, err error, reason, inMessage string) {
+func assertGuardError(t *testing.T, err error, reason, inMessage string) {
 	t.Helper()
-	ie, ok := identity.AsError(err)
+	ge, ok := AsError(err)
 	if !ok {
-		t.Fatalf("error %v is not an identity.Error", err)
+		t.Fatalf("error %v is not a kubeguard.Error", err)
 	}
-	if ie.Reason != reason {
-		t.Errorf("reason = %s, want %s (%s)", ie.Reason, reason, ie.Message)
+	if ge.Reason != reason {
+		t.Errorf("reason = %s, want %s (%s)", ge.Reason, reason, ge.Message)
 	}
-	if !strings.Contains(ie.Message, inMessage) || !strings.Contains(ie.Message, "tenant-a/pool-east") {
-		t.Errorf("message %q should name the Secret tenant-a/pool-east and %q", ie.Message, inMessage)
+	if !strings.Contains(ge.Message, inMessage) {
+		t.Errorf("message %q should name %q", ge.Message, inMessage)
 	}
 }
 
-func TestParseIdentitySecret(t *testing.T) {
+func TestSecretData(t *testing.T) {
 	valid := mustWrite(t, validConfig())
 	tests := []struct {
 		name       string
@@ -196,20 +187,23 @@ func TestParseIdentitySecret(t *testing.T) {
 		{name: "kubeconfig key", data: map[string][]byte{"kubeconfig": valid}},
 		{name: "value key, as CAPI writes it", data: map[string][]byte{"value": valid}},
 		{name: "kubeconfig preferred over value", data: map[string][]byte{"kubeconfig": valid, "value": []byte("junk")}},
-		{name: "neither key", data: map[string][]byte{"config": valid}, wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: `"kubeconfig"`},
+		{name: "neither key", data: map[string][]byte{"config": valid}, wantReason: ReasonInvalidKubeconfig, wantInMsg: `"kubeconfig"`},
 		{name: "Secret over the size cap", data: map[string][]byte{"kubeconfig": valid, "padding": make([]byte, MaxSecretSize)},
-			wantReason: infrav1.IdentityInvalidKubeconfigReason, wantInMsg: "bytes"},
+			wantReason: ReasonInvalidKubeconfig, wantInMsg: "bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseIdentitySecret(testKey, &corev1.Secret{Data: tt.data})
+			data, err := SecretData(&corev1.Secret{Data: tt.data}, "kubeconfig", "value")
+			if err == nil {
+				_, err = Parse(data, "")
+			}
 			if tt.wantReason == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
 				}
 				return
 			}
-			assertIdentityError(t, err, tt.wantReason, tt.wantInMsg)
+			assertGuardError(t, err, tt.wantReason, tt.wantInMsg)
 		})
 	}
 }
@@ -243,7 +237,7 @@ func TestFilePathsAreNeverRead(t *testing.T) {
 	for name, mutate := range shapes {
 		cfg := validConfig()
 		mutate(cfg)
-		if _, err := parseKubeconfig(testKey, mustWrite(t, cfg)); err == nil {
+		if _, err := Parse(mustWrite(t, cfg), ""); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -275,17 +269,15 @@ func FuzzParseKubeconfig(f *testing.F) {
 	f.Add(withExec, "east")
 	f.Add([]byte("apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    tokenFile: /etc/shadow\n"), "")
 	f.Fuzz(func(t *testing.T, raw []byte, context string) {
-		key := testKey
-		key.Context = context
-		got, err := parseKubeconfig(key, raw)
+		got, err := Parse(raw, context)
 		if err != nil {
-			if _, ok := identity.AsError(err); !ok {
-				t.Fatalf("error is not an identity.Error: %v", err)
+			if _, ok := AsError(err); !ok {
+				t.Fatalf("error is not a kubeguard.Error: %v", err)
 			}
 			return
 		}
 		assertNoFileOrPlugin(t, got)
-		if got.restConfig.Host == "" {
+		if got.RESTConfig.Host == "" {
 			t.Fatal("accepted a kubeconfig without a server")
 		}
 	})
