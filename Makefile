@@ -30,11 +30,12 @@ IMAGE ?= $(REGISTRY)/$(IMAGE_NAME):$(TAG)
 RELEASE_DIR ?= out
 GO_VERSION ?= 1.26
 
-# Arguments for the manager in `make run`. A local run reaches pools' API
-# servers on this machine (kind, envtest), hence --identity-allow-loopback;
-# https is still required (add --identity-allow-http for a plain-http pool).
+# Arguments for the manager in `make run`. A local run reaches pools' and
+# workload clusters' API servers on this machine (kind, envtest), hence
+# --identity-allow-loopback and --workload-allow-loopback; https is still
+# required (add --identity-allow-http for a plain-http pool).
 RUN_ARGS ?= --webhook-port=0 --insecure-diagnostics --diagnostics-address=127.0.0.1:8080 --health-addr=127.0.0.1:9440 \
-	--identity-allow-loopback
+	--identity-allow-loopback --workload-allow-loopback
 
 ##@ General
 

@@ -157,13 +157,15 @@ func TestRunRejectsInvalidFlags(t *testing.T) {
 	}
 }
 
-// TestIdentityPolicyFlags: the identity server policy is strict unless the
-// operator widens it, and each flag reaches the remote-client cache.
-func TestIdentityPolicyFlags(t *testing.T) {
+// TestServerPolicyFlags: the identity and workload server policies are
+// strict unless the operator widens them, each flag reaches its own policy
+// only, and refusals name the flags of their policy.
+func TestServerPolicyFlags(t *testing.T) {
 	tests := []struct {
-		name string
-		args []string
-		want kubeguard.ServerPolicy
+		name         string
+		args         []string
+		want         kubeguard.ServerPolicy
+		wantWorkload kubeguard.ServerPolicy
 	}{
 		{name: "default: https only, no loopback, no allow-lists", want: kubeguard.ServerPolicy{}},
 		{
@@ -183,6 +185,13 @@ func TestIdentityPolicyFlags(t *testing.T) {
 				AllowedHostSuffixes: []string{"pools.example.com", ".lab"},
 			},
 		},
+		{
+			name: "workload flags",
+			args: []string{"--workload-allow-loopback", "--workload-allow-http", "--workload-allowed-cidrs=192.168.111.0/24"},
+			wantWorkload: kubeguard.ServerPolicy{
+				AllowHTTP: true, AllowLoopback: true, AllowedCIDRs: []netip.Prefix{netip.MustParsePrefix("192.168.111.0/24")},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,8 +203,17 @@ func TestIdentityPolicyFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			tt.want.Flags = "identity"
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("policy = %+v, want %+v", got, tt.want)
+				t.Fatalf("identity policy = %+v, want %+v", got, tt.want)
+			}
+			gotWorkload, err := opts.workloadPolicy.serverPolicy()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.wantWorkload.Flags = "workload"
+			if !reflect.DeepEqual(gotWorkload, tt.wantWorkload) {
+				t.Fatalf("workload policy = %+v, want %+v", gotWorkload, tt.wantWorkload)
 			}
 		})
 	}

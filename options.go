@@ -71,6 +71,9 @@ type options struct {
 
 	concurrency controllers.Concurrency
 	remote      remoteOptions
+	// workloadPolicy says which API servers workload clusters' kubeconfigs
+	// may send the provider to.
+	workloadPolicy serverPolicyFlags
 
 	// fastTrack leaves released hosts powered on (CAPM3_FAST_TRACK).
 	fastTrack bool
@@ -90,12 +93,16 @@ type remoteOptions struct {
 	maxResponseBytes int64
 	qps              float32
 	burst            int
-	policy           identityPolicyFlags
+	// maxRequestsInFlight bounds the requests in flight to one connection.
+	maxRequestsInFlight int
+	policy              serverPolicyFlags
 }
 
-// identityPolicyFlags say which API servers tenants' kubeconfigs may send
-// the provider to (kubeguard.ServerPolicy).
-type identityPolicyFlags struct {
+// serverPolicyFlags say which API servers tenants' kubeconfigs of one kind
+// (identities', workload clusters') may send the provider to
+// (kubeguard.ServerPolicy); prefix names the flags, --<prefix>-allow-http...
+type serverPolicyFlags struct {
+	prefix                     string
 	allowHTTP                  bool
 	allowLoopback              bool
 	allowInsecureSkipTLSVerify bool
@@ -104,19 +111,36 @@ type identityPolicyFlags struct {
 	allowedHostSuffixes        []string
 }
 
+// addFlags registers the policy's flags; whose names the kubeconfigs.
+func (f *serverPolicyFlags) addFlags(fs *pflag.FlagSet, whose string) {
+	fs.BoolVar(&f.allowHTTP, f.prefix+"-allow-http", false,
+		"Let "+whose+" name plain-http API servers (development only).")
+	fs.BoolVar(&f.allowLoopback, f.prefix+"-allow-loopback", false,
+		"Let "+whose+" name API servers on loopback addresses (local environments only).")
+	fs.BoolVar(&f.allowInsecureSkipTLSVerify, f.prefix+"-allow-insecure-skip-tls-verify", false,
+		"Let "+whose+" disable certificate verification with insecure-skip-tls-verify.")
+	fs.BoolVar(&f.allowProxyURL, f.prefix+"-allow-proxy-url", false,
+		"Let "+whose+" name a proxy-url (the provider cannot judge what the proxy then reaches).")
+	fs.StringSliceVar(&f.allowedCIDRs, f.prefix+"-allowed-cidrs", nil,
+		"If set, the API servers of "+whose+" must be dialled at an address in one of these CIDRs (comma-separated).")
+	fs.StringSliceVar(&f.allowedHostSuffixes, f.prefix+"-allowed-host-suffixes", nil,
+		"If set, the API servers of "+whose+" must be named by a host name equal to or under one of these DNS suffixes (comma-separated).")
+}
+
 // serverPolicy converts the flags; validate has checked the CIDRs.
-func (f identityPolicyFlags) serverPolicy() (kubeguard.ServerPolicy, error) {
+func (f serverPolicyFlags) serverPolicy() (kubeguard.ServerPolicy, error) {
 	policy := kubeguard.ServerPolicy{
 		AllowHTTP:                  f.allowHTTP,
 		AllowLoopback:              f.allowLoopback,
 		AllowInsecureSkipTLSVerify: f.allowInsecureSkipTLSVerify,
 		AllowProxyURL:              f.allowProxyURL,
 		AllowedHostSuffixes:        nonEmpty(f.allowedHostSuffixes),
+		Flags:                      f.prefix,
 	}
 	for _, cidr := range nonEmpty(f.allowedCIDRs) {
 		prefix, err := netip.ParsePrefix(cidr)
 		if err != nil {
-			return kubeguard.ServerPolicy{}, fmt.Errorf("--identity-allowed-cidrs: %q is not a CIDR: %w", cidr, err)
+			return kubeguard.ServerPolicy{}, fmt.Errorf("--%s-allowed-cidrs: %q is not a CIDR: %w", f.prefix, cidr, err)
 		}
 		policy.AllowedCIDRs = append(policy.AllowedCIDRs, prefix.Masked())
 	}
@@ -124,7 +148,9 @@ func (f identityPolicyFlags) serverPolicy() (kubeguard.ServerPolicy, error) {
 }
 
 func newOptions() *options {
-	return &options{logOptions: logs.NewOptions()}
+	o := &options{logOptions: logs.NewOptions()}
+	o.remote.policy.prefix, o.workloadPolicy.prefix = "identity", "workload"
+	return o
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -209,20 +235,15 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.remote.burst, "remote-client-burst", 30,
 		"Maximum burst of queries to a pool's API server, per set of credentials.")
 
+	fs.IntVar(&o.remote.maxRequestsInFlight, "remote-max-requests-in-flight", hostaccess.DefaultMaxRequestsInFlight,
+		"Most requests in flight at once to one pool's API server, per set of credentials: a slow server holds no more of the manager's workers.")
+
 	// Tenants' kubeconfigs are untrusted: by default the provider only
 	// dials https servers outside loopback, link-local and metadata ranges.
-	fs.BoolVar(&o.remote.policy.allowHTTP, "identity-allow-http", false,
-		"Let identities' kubeconfigs name plain-http API servers (development only).")
-	fs.BoolVar(&o.remote.policy.allowLoopback, "identity-allow-loopback", false,
-		"Let identities' kubeconfigs name API servers on loopback addresses (local environments only).")
-	fs.BoolVar(&o.remote.policy.allowInsecureSkipTLSVerify, "identity-allow-insecure-skip-tls-verify", false,
-		"Let identities' kubeconfigs disable certificate verification with insecure-skip-tls-verify.")
-	fs.BoolVar(&o.remote.policy.allowProxyURL, "identity-allow-proxy-url", false,
-		"Let identities' kubeconfigs name a proxy-url (the provider cannot judge what the proxy then reaches).")
-	fs.StringSliceVar(&o.remote.policy.allowedCIDRs, "identity-allowed-cidrs", nil,
-		"If set, identities' API servers must be dialled at an address in one of these CIDRs (comma-separated).")
-	fs.StringSliceVar(&o.remote.policy.allowedHostSuffixes, "identity-allowed-host-suffixes", nil,
-		"If set, identities' API servers must be named by a host name equal to or under one of these DNS suffixes (comma-separated).")
+	// Identities (pools) and workload clusters have a policy each: their
+	// servers usually live in different networks.
+	o.remote.policy.addFlags(fs, "identities' kubeconfigs")
+	o.workloadPolicy.addFlags(fs, "workload clusters' kubeconfigs (<cluster>-kubeconfig Secrets)")
 
 	// --diagnostics-address (metrics, served over authenticated HTTPS unless
 	// --insecure-diagnostics), --tls-min-version, --tls-cipher-suites and
@@ -253,6 +274,12 @@ func (o *options) validate() error {
 	}
 	if _, err := o.remote.policy.serverPolicy(); err != nil {
 		return err
+	}
+	if _, err := o.workloadPolicy.serverPolicy(); err != nil {
+		return err
+	}
+	if o.remote.maxRequestsInFlight < 1 {
+		return fmt.Errorf("--remote-max-requests-in-flight must be at least 1")
 	}
 	if o.remote.qps <= 0 || o.remote.burst <= 0 {
 		return fmt.Errorf("--remote-client-qps and --remote-client-burst must be positive")

@@ -32,6 +32,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/webhooks"
 )
@@ -69,6 +70,10 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	if err != nil {
 		return err
 	}
+	workloadPolicy, err := opts.workloadPolicy.serverPolicy()
+	if err != nil {
+		return err
+	}
 	_, err = controllers.Setup(ctx, mgr, controllers.SetupOptions{
 		Remote: hostaccess.Options{
 			ProbeInterval:    opts.remote.probeInterval,
@@ -80,7 +85,10 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 			Burst:            opts.remote.burst,
 			UserAgent:        controllerName,
 			Policy:           policy,
+
+			MaxRequestsInFlight: opts.remote.maxRequestsInFlight,
 		},
+		Workload:          workload.ClustersOptions{Policy: workloadPolicy},
 		WatchFilterValue:  opts.watchFilterValue,
 		ProviderNamespace: opts.providerNamespace,
 		Concurrency:       opts.concurrency,

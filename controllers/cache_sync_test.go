@@ -21,13 +21,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // TestWriteRecorderWaitsForTheNewestWrite: the recorder keeps the newest
@@ -60,37 +58,4 @@ func TestWriteRecorderWaitsForTheNewestWrite(t *testing.T) {
 	}
 	// The fake client is its own cache: the write is visible at once.
 	w.waitForWrites(ctx, c, cm)
-}
-
-// TestKubeconfigSecretReader: a workload kubeconfig Secret the metadata
-// cache does not hold is answered NotFound without an API request; one it
-// holds is read from the API.
-func TestKubeconfigSecretReader(t *testing.T) {
-	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "c-kubeconfig"}, Data: map[string][]byte{"value": []byte("k")}}
-	metadata := fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret.DeepCopy()).Build()
-	apiRequests := 0
-	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret.DeepCopy()).WithInterceptorFuncs(interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			apiRequests++
-			return c.Get(ctx, key, obj, opts...)
-		},
-	}).Build()
-	reader := &kubeconfigSecretReader{Metadata: metadata, API: api}
-
-	err := reader.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "other-kubeconfig"}, &corev1.Secret{})
-	if !apierrors.IsNotFound(err) || apiRequests != 0 {
-		t.Fatalf("missing Secret: %v after %d API requests, want NotFound after none", err, apiRequests)
-	}
-	got := &corev1.Secret{}
-	if err := reader.Get(ctx, client.ObjectKeyFromObject(secret), got); err != nil || apiRequests != 1 {
-		t.Fatalf("existing Secret: %v after %d API requests, want it after one", err, apiRequests)
-	}
-	if string(got.Data["value"]) != "k" {
-		t.Errorf("read %v, want the Secret's data", got.Data)
-	}
 }

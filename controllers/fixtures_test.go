@@ -42,6 +42,7 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -124,6 +125,16 @@ func testRemoteOptions() hostaccess.Options {
 	}
 }
 
+// testWorkloadOptions are the workload cluster settings of the tests: fast
+// backoff, and loopback allowed, since every envtest API server listens
+// there.
+func testWorkloadOptions() workload.ClustersOptions {
+	return workload.ClustersOptions{
+		MinBackoff: 500 * time.Millisecond, MaxBackoff: 2 * time.Second, Timeout: 5 * time.Second,
+		Policy: kubeguard.ServerPolicy{AllowLoopback: true, Flags: "workload"},
+	}
+}
+
 // fixtureOptions vary the provider a test starts.
 type fixtureOptions struct {
 	// namespaces limit the manager to them, as --namespace does.
@@ -134,6 +145,8 @@ type fixtureOptions struct {
 	// providerNamespace: --provider-namespace, where Metal3ClusterIdentities'
 	// Secrets are; the manager must watch it (a test namespace).
 	providerNamespace string
+	// workload configures workload cluster access; nil: testWorkloadOptions.
+	workload *workload.ClustersOptions
 }
 
 // startControllersWith runs the provider's controllers as configured, and
@@ -161,9 +174,14 @@ func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Schem
 	if err != nil {
 		t.Fatal(err)
 	}
+	workloadOpts := testWorkloadOptions()
+	if opts.workload != nil {
+		workloadOpts = *opts.workload
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	started, err := Setup(ctx, mgr, SetupOptions{
 		Remote:            opts.remote,
+		Workload:          workloadOpts,
 		HostNameIPClaims:  opts.hostNameIPClaims,
 		ProviderNamespace: opts.providerNamespace,
 		Concurrency:       Concurrency{Metal3Cluster: 4, Metal3Machine: 4, Metal3MachineTemplate: 1},
@@ -173,7 +191,7 @@ func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Schem
 		cancel()
 		t.Fatal(err)
 	}
-	identities, workloadClusters := started.Identities, started.WorkloadClusters
+	identities := started.Identities
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	var once sync.Once
@@ -183,12 +201,6 @@ func startControllersWith(t *testing.T, mgmt *testenv.Env, scheme *runtime.Schem
 			if err := <-done; err != nil {
 				_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
 				t.Errorf("manager: %v", err)
-			}
-			// CAPI's ClusterCache runs its caches outside the manager's
-			// lifetime (a process exit ends them); a test must stop them, or
-			// their watches keep the workload API server from shutting down.
-			if s, ok := workloadClusters.(interface{ Shutdown() }); ok {
-				s.Shutdown()
 			}
 		})
 	}

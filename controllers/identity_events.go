@@ -42,6 +42,21 @@ func recordIdentityTransition(ctx context.Context, recorder events.EventRecorder
 	if current.Reason == infrav1.IdentityInClusterReason {
 		return
 	}
+	recordTransition(ctx, recorder, obj, previous, current, "Identity", "ConnectIdentity")
+}
+
+// recordWorkloadTransition does the same for the WorkloadClusterReachable
+// condition: a workload kubeconfig refused, or a workload cluster lost or
+// found again.
+func recordWorkloadTransition(ctx context.Context, recorder events.EventRecorder, obj client.Object, previous *metav1.Condition, current metav1.Condition) {
+	recordTransition(ctx, recorder, obj, previous, current, "WorkloadCluster", "ConnectWorkloadCluster")
+}
+
+// recordTransition logs and records, as an Event of reason
+// <what><condition reason>, a condition changing state or first failing.
+func recordTransition(ctx context.Context, recorder events.EventRecorder, obj client.Object, previous *metav1.Condition, current metav1.Condition,
+	what, action string,
+) {
 	if previous == nil && current.Status == metav1.ConditionTrue {
 		return
 	}
@@ -50,7 +65,7 @@ func recordIdentityTransition(ctx context.Context, recorder events.EventRecorder
 	}
 	// The log line carries the object and the reason (Forbidden,
 	// Unreachable, ServerNotAllowed…) as keys, so operators can filter on them.
-	ctrl.LoggerFrom(ctx).Info("Identity state changed", "object", klog.KObj(obj),
+	ctrl.LoggerFrom(ctx).Info(what+" state changed", "object", klog.KObj(obj), "condition", current.Type,
 		"status", current.Status, "reason", current.Reason, "message", current.Message)
 	if recorder == nil {
 		return
@@ -63,5 +78,5 @@ func recordIdentityTransition(ctx context.Context, recorder events.EventRecorder
 	if len(note) > maxEventNoteBytes {
 		note = strings.ToValidUTF8(note[:maxEventNoteBytes-len("…")], "") + "…"
 	}
-	recorder.Eventf(obj, nil, eventType, "Identity"+current.Reason, "ConnectIdentity", "%s", note)
+	recorder.Eventf(obj, nil, eventType, what+current.Reason, action, "%s", note)
 }

@@ -49,6 +49,7 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 )
 
 // machinesGoneRequeue is how often a deleting Metal3Cluster checks whether
@@ -59,7 +60,11 @@ const machinesGoneRequeue = 10 * time.Second
 type Metal3ClusterReconciler struct {
 	Client     client.Client
 	Identities hostaccess.Cache
-	// Recorder emits Events on identity transitions; nil emits none.
+	// WorkloadClusters, when set, tells what its machines found of the
+	// workload cluster's kubeconfig (WorkloadClusterReachable).
+	WorkloadClusters *workload.Clusters
+	// Recorder emits Events on identity and workload access transitions;
+	// nil emits none.
 	Recorder         events.EventRecorder
 	WatchFilterValue string
 }
@@ -93,6 +98,10 @@ func (r *Metal3ClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			})).
 		// Its identity's Secret changing, connecting or disconnecting.
 		WatchesRawSource(r.Identities.Source("metal3cluster", r.secretToClusters))
+	if r.WorkloadClusters != nil {
+		// Its workload cluster reached, or refused, by its machines.
+		b = b.WatchesRawSource(r.WorkloadClusters.Source(r.workloadClusterToCluster))
+	}
 	// Its Metal3ClusterIdentity, or its namespace's labels, changing
 	// whether it may use that identity.
 	for _, src := range clusterIdentitySources(mgr, r.clusterIdentityToClusters) {
@@ -131,7 +140,7 @@ func (r *Metal3ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	defer func() {
 		stampLastUpdated(statusBefore, &m3c.Status, &m3c.Status.LastUpdated)
 		if err := patchHelper.Patch(ctx, m3c, patch.WithOwnedConditions{Conditions: []string{
-			infrav1.ReadyCondition, infrav1.IdentityReadyCondition,
+			infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.WorkloadClusterReachableCondition,
 		}}, patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
@@ -140,7 +149,25 @@ func (r *Metal3ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if !m3c.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, cluster, m3c)
 	}
+	r.reportWorkload(ctx, cluster, m3c)
 	return r.reconcileNormal(ctx, m3c)
+}
+
+// reportWorkload shows on the Metal3Cluster what its machines last found of
+// the workload cluster's kubeconfig (they connect when they need Nodes; the
+// cluster never does), with an Event when it changes.
+func (r *Metal3ClusterReconciler) reportWorkload(ctx context.Context, cluster *clusterv1.Cluster, m3c *infrav1.Metal3Cluster) {
+	if r.WorkloadClusters == nil {
+		return
+	}
+	we, known := r.WorkloadClusters.State(client.ObjectKeyFromObject(cluster))
+	if !known {
+		return
+	}
+	cond := workloadCondition(we)
+	cond.ObservedGeneration = m3c.Generation
+	recordWorkloadTransition(ctx, r.Recorder, m3c, conditions.Get(m3c, infrav1.WorkloadClusterReachableCondition), cond)
+	conditions.Set(m3c, cond)
 }
 
 func (r *Metal3ClusterReconciler) reconcileNormal(ctx context.Context, m3c *infrav1.Metal3Cluster) (ctrl.Result, error) {
@@ -225,6 +252,9 @@ func (r *Metal3ClusterReconciler) reconcileDelete(ctx context.Context, cluster *
 			return ctrl.Result{}, err
 		}
 	}
+	if r.WorkloadClusters != nil {
+		r.WorkloadClusters.Forget(client.ObjectKeyFromObject(cluster))
+	}
 	controllerutil.RemoveFinalizer(m3c, infrav1.Metal3ClusterFinalizer)
 	return ctrl.Result{}, nil
 }
@@ -278,15 +308,27 @@ func (r *Metal3ClusterReconciler) metal3MachineToCluster(ctx context.Context, ob
 	if clusterName == "" {
 		return nil
 	}
+	return r.clusterToMetal3Cluster(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: clusterName})
+}
+
+// workloadClusterToCluster maps a Cluster whose workload access changed to
+// its Metal3Cluster.
+func (r *Metal3ClusterReconciler) workloadClusterToCluster(ctx context.Context, obj client.Object) []ctrl.Request {
+	return r.clusterToMetal3Cluster(ctx, client.ObjectKeyFromObject(obj))
+}
+
+// clusterToMetal3Cluster is the request of the Cluster's Metal3Cluster, if
+// its infrastructure is one.
+func (r *Metal3ClusterReconciler) clusterToMetal3Cluster(ctx context.Context, key client.ObjectKey) []ctrl.Request {
 	cluster := &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: clusterName}, cluster); err != nil {
+	if err := r.Client.Get(ctx, key, cluster); err != nil {
 		return nil
 	}
 	ref := cluster.Spec.InfrastructureRef
 	if ref.Kind != "Metal3Cluster" || ref.Name == "" {
 		return nil
 	}
-	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}}}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: key.Namespace, Name: ref.Name}}}
 }
 
 // secretToClusters maps an identity Secret to the Metal3Clusters that use

@@ -26,7 +26,6 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/patch"
@@ -44,16 +43,19 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 )
 
 // Metal3MachineReconciler reconciles Metal3Machines.
 type Metal3MachineReconciler struct {
 	Client     client.Client
 	Identities hostaccess.Cache
-	// ClusterCache gives clients of workload clusters, to set Nodes'
-	// providerID when no cloud provider does. Nil disables that.
-	ClusterCache clustercache.ClusterCache
-	// Recorder emits Events on transitions of the machine's own identity;
+	// WorkloadClusters gives clients of workload clusters, to set Nodes'
+	// providerID when no cloud provider does and sync their labels. Nil
+	// disables that.
+	WorkloadClusters *workload.Clusters
+	// Recorder emits Events on binding decisions and on transitions of
+	// the machine's own identity and of its workload cluster's access;
 	// nil emits none.
 	Recorder         events.EventRecorder
 	WatchFilterValue string
@@ -212,7 +214,7 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 		if err := patchHelper.Patch(ctx, m3m, patch.WithOwnedConditions{Conditions: []string{
 			clusterv1.PausedCondition, infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition,
-			infrav1.DataReadyCondition, infrav1.HostProvisionedCondition,
+			infrav1.DataReadyCondition, infrav1.HostProvisionedCondition, infrav1.WorkloadClusterReachableCondition,
 		}}, patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 			return

@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
@@ -45,6 +44,7 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remediation"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 )
 
 // hostMissingRequeue looks again for a host that could not be found: the
@@ -61,9 +61,9 @@ type Metal3RemediationReconciler struct {
 	// read. Remediations are few; nil reads through Client.
 	APIReader  client.Reader
 	Identities hostaccess.Cache
-	// ClusterCache gives clients of workload clusters, whose Nodes the
+	// WorkloadClusters gives clients of workload clusters, whose Nodes the
 	// remediation deletes and restores.
-	ClusterCache clustercache.ClusterCache
+	WorkloadClusters *workload.Clusters
 	// Recorder records an Event at every decision; nil records none.
 	Recorder         events.EventRecorder
 	WatchFilterValue string
@@ -256,20 +256,23 @@ func (s *remediationScope) manager(r *Metal3RemediationReconciler, m3r *infrav1.
 	m.Machine = remediation.CAPIMachine(r.Client, s.target)
 	if s.host != nil {
 		clusterKey := client.ObjectKey{Namespace: s.target.Machine.Namespace, Name: s.target.Machine.Spec.ClusterName}
-		m.Nodes = remediation.WorkloadNodes(r.workloadClient(clusterKey),
-			ptr.Deref(s.target.M3Machine.Spec.ProviderID, ""), s.host.UID())
+		m.Nodes = remediation.WorkloadNodes(r.workloadClient(clusterKey), workload.NodeQuery{
+			NodeName:   s.target.Machine.Status.NodeRef.Name,
+			ProviderID: ptr.Deref(s.target.M3Machine.Spec.ProviderID, ""),
+			HostUID:    string(s.host.UID()),
+		})
 	}
 	return m
 }
 
-// workloadClient returns the ClusterCache's client of the cluster, lazily:
-// only steps that touch Nodes need it.
+// workloadClient returns the client of the cluster, lazily: only steps
+// that touch Nodes need it.
 func (r *Metal3RemediationReconciler) workloadClient(cluster client.ObjectKey) remediation.WorkloadClient {
 	return func(ctx context.Context) (client.Client, error) {
-		if r.ClusterCache == nil {
-			return nil, fmt.Errorf("%w: no workload cluster cache", remediation.ErrWorkloadUnreachable)
+		if r.WorkloadClusters == nil {
+			return nil, fmt.Errorf("%w: no workload cluster access", remediation.ErrWorkloadUnreachable)
 		}
-		c, err := r.ClusterCache.GetClient(ctx, cluster)
+		c, err := r.WorkloadClusters.Client(ctx, cluster)
 		if err != nil {
 			return nil, fmt.Errorf("%w: cluster %s: %w", remediation.ErrWorkloadUnreachable, cluster, err)
 		}

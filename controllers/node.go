@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,9 +62,11 @@ type nodeLink struct {
 // reconcileNode does what the provider owes the machine's workload Node:
 // its providerID when the cluster runs no cloud provider (CAPI matches
 // Nodes to Machines by it), and the host labels under the Metal3Cluster's
-// label-sync prefixes. Workload clients come from CAPI's ClusterCache.
+// label-sync prefixes. Workload clients come from workload.Clusters, which
+// judges the cluster's kubeconfig as the tenant input it is; the machine's
+// WorkloadClusterReachable condition says how that went.
 func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineScope, host *hostbinding.Host) (ctrl.Result, nodeLink, error) {
-	if r.ClusterCache == nil {
+	if r.WorkloadClusters == nil {
 		return ctrl.Result{}, nodeLink{publishable: true}, nil
 	}
 	m3c, err := r.metal3Cluster(ctx, s.cluster)
@@ -75,15 +79,29 @@ func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineS
 	unseen := nodeLink{publishable: cloudProvider}
 	prefixes := r.labelSyncPrefixes(ctx, m3c, s.m3m)
 	if cloudProvider && len(prefixes) == 0 {
+		conditions.Delete(s.m3m, infrav1.WorkloadClusterReachableCondition)
 		return ctrl.Result{}, unseen, nil
 	}
-	workloadClient, err := r.ClusterCache.GetClient(ctx, client.ObjectKeyFromObject(s.cluster))
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("Workload cluster not reachable yet to reconcile the machine's Node", "reason", err.Error())
+	nodeName := s.machine.Status.NodeRef.Name
+	if cloudProvider && nodeName == "" {
+		// The cloud provider gives the Node its providerID and Cluster API
+		// links it to the Machine: its labels are synced from then on.
 		return ctrl.Result{RequeueAfter: nodeRequeue}, unseen, nil
 	}
+	clusterKey := client.ObjectKeyFromObject(s.cluster)
+	workloadClient, err := r.WorkloadClusters.Client(ctx, clusterKey)
+	if err != nil {
+		we, ok := workload.AsError(err)
+		if !ok {
+			return ctrl.Result{}, unseen, err
+		}
+		r.reportWorkload(ctx, s.m3m, we)
+		ctrl.LoggerFrom(ctx).Info("Cannot reach the workload cluster to reconcile the machine's Node", "reason", we.Reason, "message", we.Message)
+		return ctrl.Result{RequeueAfter: max(nodeRequeue, r.WorkloadClusters.RetryAfter(clusterKey))}, unseen, nil
+	}
+	r.reportWorkload(ctx, s.m3m, nil)
 	providerID := hostbinding.ProviderID(host.BareMetalHost, s.m3m)
-	query := workload.NodeQuery{ProviderID: providerID}
+	query := workload.NodeQuery{NodeName: nodeName, ProviderID: providerID}
 	if !cloudProvider {
 		query.HostUID = string(host.UID)
 		if hw := host.BareMetalHost.Status.HardwareDetails; hw != nil && hw.Hostname != "" {
@@ -92,6 +110,9 @@ func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineS
 	}
 	node, err := workload.FindNode(ctx, workloadClient, query)
 	if err != nil {
+		if !errors.Is(err, workload.ErrAmbiguousNode) {
+			r.reportWorkload(ctx, s.m3m, workload.Classify(clusterKey, err))
+		}
 		return ctrl.Result{}, unseen, fmt.Errorf("find the workload Node of host %s: %w", host, err)
 	}
 	if node == nil {
@@ -111,12 +132,34 @@ func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineS
 	labelsChanged := workload.SyncLabels(node, host.BareMetalHost.Labels, prefixes)
 	if node.Spec.ProviderID != before.Spec.ProviderID || labelsChanged {
 		if err := workloadClient.Patch(ctx, node, client.MergeFrom(before)); err != nil {
+			r.reportWorkload(ctx, s.m3m, workload.Classify(clusterKey, err))
 			return ctrl.Result{}, nodeLink{}, fmt.Errorf("update workload node %s: %w", node.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Updated the machine's Node", "node", klog.KObj(node), "providerID", node.Spec.ProviderID,
 			"syncedLabelPrefixes", strings.Join(prefixes, ","))
 	}
 	return ctrl.Result{}, nodeLink{publishable: true, seen: true}, nil
+}
+
+// reportWorkload sets the machine's WorkloadClusterReachable condition
+// from we (nil: reached), with an Event when it changes.
+func (r *Metal3MachineReconciler) reportWorkload(ctx context.Context, m3m *infrav1.Metal3Machine, we *workload.Error) {
+	cond := workloadCondition(we)
+	cond.ObservedGeneration = m3m.Generation
+	recordWorkloadTransition(ctx, r.Recorder, m3m, conditions.Get(m3m, infrav1.WorkloadClusterReachableCondition), cond)
+	conditions.Set(m3m, cond)
+}
+
+// workloadCondition is the WorkloadClusterReachable condition of we: True
+// when nil, else False with its reason and message (the provider's words,
+// never what a server answered).
+func workloadCondition(we *workload.Error) metav1.Condition {
+	if we == nil {
+		return metav1.Condition{Type: infrav1.WorkloadClusterReachableCondition, Status: metav1.ConditionTrue,
+			Reason: infrav1.WorkloadClusterReachableReason}
+	}
+	return metav1.Condition{Type: infrav1.WorkloadClusterReachableCondition, Status: metav1.ConditionFalse,
+		Reason: we.Reason, Message: we.Message}
 }
 
 // metal3Cluster is the Cluster's Metal3Cluster, or nil when the Cluster's

@@ -20,17 +20,15 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 )
 
 // Concurrency is the number of workers of each controller. Bare metal
@@ -90,17 +88,21 @@ type SetupOptions struct {
 	// Metal3ClusterIdentity's secretRef without a namespace points;
 	// identity.DefaultProviderNamespace when empty.
 	ProviderNamespace string
+	// Workload configures the connections to workload clusters (their
+	// Nodes); its readers, scheme and client limits are filled in from the
+	// manager and Remote.
+	Workload workload.ClustersOptions
 }
 
 // Controllers are what Setup started, for callers that need them.
 type Controllers struct {
 	Identities       *hostaccess.IdentityCache
-	WorkloadClusters clustercache.ClusterCache
+	WorkloadClusters *workload.Clusters
 }
 
 // Setup registers every controller of the provider, the identity cache
-// they share, the field indexes they read through, and CAPI's workload
-// ClusterCache with mgr. main and the tests use the same wiring.
+// they share, the field indexes they read through, and the connections to
+// workload clusters with mgr. main and the tests use the same wiring.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controllers, error) {
 	providerNamespace := opts.ProviderNamespace
 	if providerNamespace == "" {
@@ -114,7 +116,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	}
 	remoteOpts := opts.Remote
 	remoteOpts.ProviderNamespace = providerNamespace
-	// CAPI's ClusterCache requires these; the identity cache shares them.
 	if remoteOpts.UserAgent == "" {
 		remoteOpts.UserAgent = "cluster-api-provider-metal3"
 	}
@@ -158,23 +159,26 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	}
 
 	// Workload cluster clients, for Nodes' providerID when no cloud provider
-	// sets it and for the Nodes of remediated machines: CAPI's ClusterCache,
-	// shared, probed, keyed by Cluster.
-	workloadClusters, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
-		SecretClient:     &kubeconfigSecretReader{Metadata: mgr.GetCache(), API: mgr.GetAPIReader()},
-		WatchFilterValue: opts.WatchFilterValue,
-		Cache:            clustercache.CacheOptions{DefaultTransform: cache.TransformStripManagedFields()},
-		Client: clustercache.ClientOptions{
-			QPS: remoteOpts.QPS, Burst: remoteOpts.Burst, UserAgent: remoteOpts.UserAgent,
-			Cache: clustercache.ClientCacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}}},
-		},
-	}, options(concurrency.Metal3Cluster))
+	// sets it, label sync and the Nodes of remediated machines. Their
+	// kubeconfigs are in tenants' namespaces: untrusted, like identities'.
+	workloadOpts := opts.Workload
+	workloadOpts.SecretMetadata, workloadOpts.SecretReader, workloadOpts.Scheme = mgr.GetCache(), mgr.GetAPIReader(), mgr.GetScheme()
+	if workloadOpts.UserAgent == "" {
+		workloadOpts.UserAgent = remoteOpts.UserAgent
+	}
+	if workloadOpts.QPS == 0 || workloadOpts.Burst == 0 {
+		workloadOpts.QPS, workloadOpts.Burst = remoteOpts.QPS, remoteOpts.Burst
+	}
+	workloadClusters, err := workload.NewClusters(workloadOpts)
 	if err != nil {
-		return nil, fmt.Errorf("set up workload cluster cache: %w", err)
+		return nil, err
+	}
+	if err := mgr.Add(workloadClusters); err != nil {
+		return nil, fmt.Errorf("add workload clusters: %w", err)
 	}
 
 	if err := (&Metal3ClusterReconciler{
-		Client: mgr.GetClient(), Identities: identities, WatchFilterValue: opts.WatchFilterValue,
+		Client: mgr.GetClient(), Identities: identities, WorkloadClusters: workloadClusters, WatchFilterValue: opts.WatchFilterValue,
 		Recorder: mgr.GetEventRecorder("metal3cluster-controller"),
 	}).SetupWithManager(ctx, mgr, options(concurrency.Metal3Cluster)); err != nil {
 		return nil, fmt.Errorf("set up Metal3Cluster controller: %w", err)
@@ -185,7 +189,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 		return nil, fmt.Errorf("set up Metal3ClusterIdentity controller: %w", err)
 	}
 	if err := (&Metal3MachineReconciler{
-		Client: mgr.GetClient(), Identities: identities, ClusterCache: workloadClusters, WatchFilterValue: opts.WatchFilterValue,
+		Client: mgr.GetClient(), Identities: identities, WorkloadClusters: workloadClusters, WatchFilterValue: opts.WatchFilterValue,
 		Recorder: mgr.GetEventRecorder("metal3machine-controller"), FastTrack: opts.FastTrack,
 	}).SetupWithManager(ctx, mgr, options(concurrency.Metal3Machine)); err != nil {
 		return nil, fmt.Errorf("set up Metal3Machine controller: %w", err)
@@ -207,7 +211,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 		return nil, fmt.Errorf("set up Metal3Data controller: %w", err)
 	}
 	if err := (&Metal3RemediationReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Identities: identities, ClusterCache: workloadClusters, WatchFilterValue: opts.WatchFilterValue,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Identities: identities, WorkloadClusters: workloadClusters, WatchFilterValue: opts.WatchFilterValue,
 		Recorder: mgr.GetEventRecorder("metal3remediation-controller"),
 	}).SetupWithManager(ctx, mgr, options(concurrency.Metal3Remediation)); err != nil {
 		return nil, fmt.Errorf("set up Metal3Remediation controller: %w", err)

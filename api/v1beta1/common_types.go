@@ -164,6 +164,28 @@ const (
 	// IdentityReadyCondition reports whether the identity in use can reach
 	// the BareMetalHosts with the permissions the provider needs.
 	IdentityReadyCondition = "IdentityReady"
+	// WorkloadClusterReachableCondition reports, on a Metal3Machine and its
+	// Metal3Cluster, whether the provider can reach the workload cluster
+	// through the kubeconfig Secret Cluster API keeps for it
+	// (<cluster>-kubeconfig), which it needs to give Nodes their providerID
+	// when no cloud provider does, to sync labels and to remediate. The
+	// Secret is the tenant's to write, so it is judged like an identity's
+	// kubeconfig; a False condition has the IdentityReady reason of the
+	// same problem (InvalidKubeconfig, ContextNotFound, ServerNotAllowed,
+	// NotAnAPIServer, Unreachable, Unauthorized, Forbidden) or
+	// WorkloadKubeconfigNotFoundReason. Absent while the provider has no
+	// need to reach the cluster.
+	WorkloadClusterReachableCondition = "WorkloadClusterReachable"
+)
+
+// Reasons of the WorkloadClusterReachable condition beyond IdentityReady's.
+const (
+	// WorkloadClusterReachableReason: the kubeconfig passed and the
+	// cluster's API server answered the discovery handshake.
+	WorkloadClusterReachableReason = "Reachable"
+	// WorkloadKubeconfigNotFoundReason: the cluster has no kubeconfig
+	// Secret yet; its control plane provider writes it.
+	WorkloadKubeconfigNotFoundReason = "KubeconfigNotFound"
 )
 
 // Reasons of the IdentityReady condition. Each names what a user must fix.

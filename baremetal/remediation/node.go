@@ -28,12 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 )
-
-// hostUIDNodeLabel is the label the node's image sets from the host's
-// metadata, the BareMetalHost's UID (controllers.HostUIDNodeLabel): a Node
-// that registers before it has its providerID is found by it.
-const hostUIDNodeLabel = "metal3.io/uuid"
 
 // ErrNodeGone: the Node was deleted between finding and changing it.
 var ErrNodeGone = errors.New("node is gone")
@@ -83,46 +79,34 @@ func dropBackup(r *infrav1.Metal3Remediation) {
 // wrapping ErrWorkloadUnreachable.
 type WorkloadClient func(ctx context.Context) (client.Client, error)
 
-// WorkloadNodes are the Nodes of the machine with providerID on the host
-// with hostUID, in the workload cluster workload reaches.
-func WorkloadNodes(workload WorkloadClient, providerID string, hostUID types.UID) Nodes {
-	return &workloadNodes{workload: workload, providerID: providerID, hostUID: hostUID}
+// WorkloadNodes are the Nodes the machine's query finds (its nodeRef, its
+// providerID, the host's UID label: a Node that registered again after the
+// reboot has no providerID yet), in the workload cluster connect reaches.
+func WorkloadNodes(connect WorkloadClient, query workload.NodeQuery) Nodes {
+	return &workloadNodes{connect: connect, query: query}
 }
 
 type workloadNodes struct {
-	workload   WorkloadClient
-	providerID string
-	hostUID    types.UID
+	connect WorkloadClient
+	query   workload.NodeQuery
 }
 
-// Find implements Nodes: the Node with the machine's providerID, else the
-// one labelled with the host's UID (a Node that registered again and has
-// no providerID yet).
+// Find implements Nodes, as the Metal3Machine controller finds its Node.
 func (n *workloadNodes) Find(ctx context.Context) (*corev1.Node, error) {
-	c, err := n.workload(ctx)
+	c, err := n.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	nodes := &corev1.NodeList{}
-	if err := c.List(ctx, nodes); err != nil {
-		return nil, fmt.Errorf("%w: list Nodes: %w", ErrWorkloadUnreachable, err)
+	node, err := workload.FindNode(ctx, c, n.query)
+	if err != nil && !errors.Is(err, workload.ErrAmbiguousNode) {
+		return nil, fmt.Errorf("%w: %w", ErrWorkloadUnreachable, err)
 	}
-	var labelled *corev1.Node
-	for i := range nodes.Items {
-		node := &nodes.Items[i]
-		if n.providerID != "" && node.Spec.ProviderID == n.providerID {
-			return node, nil
-		}
-		if n.hostUID != "" && node.Labels[hostUIDNodeLabel] == string(n.hostUID) && labelled == nil {
-			labelled = node
-		}
-	}
-	return labelled, nil
+	return node, err
 }
 
 // Delete implements Nodes.
 func (n *workloadNodes) Delete(ctx context.Context, node *corev1.Node) error {
-	c, err := n.workload(ctx)
+	c, err := n.connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -137,7 +121,7 @@ func (n *workloadNodes) Delete(ctx context.Context, node *corev1.Node) error {
 
 // Restore implements Nodes.
 func (n *workloadNodes) Restore(ctx context.Context, node *corev1.Node, backup NodeBackup) error {
-	c, err := n.workload(ctx)
+	c, err := n.connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -30,9 +30,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 )
 
 const providerID = "metal3://pool/host-0/worker-0"
+
+// query is how the remediation of worker-0 on host-0 looks for its Node.
+var query = workload.NodeQuery{ProviderID: providerID, HostUID: "host-uid"}
 
 func workloadNode(name, providerID string, labels map[string]string) *corev1.Node {
 	return &corev1.Node{
@@ -47,19 +51,27 @@ func TestFindNode(t *testing.T) {
 		nodes []client.Object
 		want  string
 	}{
-		{name: "by providerID first", want: "by-id", nodes: []client.Object{
-			workloadNode("by-label", "", map[string]string{hostUIDNodeLabel: "host-uid"}), workloadNode("by-id", providerID, nil),
+		{name: "by providerID, when no Node has the host's label", want: "by-id", nodes: []client.Object{
+			workloadNode("other", "", map[string]string{workload.HostUIDLabel: "other-uid"}), workloadNode("by-id", providerID, nil),
+		}},
+		{name: "the labelled Node that carries the providerID", want: "by-id", nodes: []client.Object{
+			workloadNode("by-label", "", map[string]string{workload.HostUIDLabel: "host-uid"}),
+			workloadNode("by-id", providerID, map[string]string{workload.HostUIDLabel: "host-uid"}),
 		}},
 		{name: "by the host's UID before the Node has its providerID", want: "by-label", nodes: []client.Object{
-			workloadNode("by-label", "", map[string]string{hostUIDNodeLabel: "host-uid"}),
-			workloadNode("other", "metal3://pool/host-1/worker-1", map[string]string{hostUIDNodeLabel: "other-uid"}),
+			workloadNode("by-label", "", map[string]string{workload.HostUIDLabel: "host-uid"}),
+			workloadNode("other", "metal3://pool/host-1/worker-1", map[string]string{workload.HostUIDLabel: "other-uid"}),
 		}},
-		{name: "none", nodes: []client.Object{workloadNode("other", "", map[string]string{hostUIDNodeLabel: "other-uid"})}},
+		{name: "an earlier machine's Node on the same host is not this one's", want: "by-label", nodes: []client.Object{
+			workloadNode("earlier", "metal3://pool/host-0/worker-old", map[string]string{workload.HostUIDLabel: "host-uid"}),
+			workloadNode("by-label", "", map[string]string{workload.HostUIDLabel: "host-uid"}),
+		}},
+		{name: "none", nodes: []client.Object{workloadNode("other", "", map[string]string{workload.HostUIDLabel: "other-uid"})}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(tt.nodes...).Build()
-			nodes := WorkloadNodes(func(context.Context) (client.Client, error) { return c, nil }, providerID, "host-uid")
+			nodes := WorkloadNodes(func(context.Context) (client.Client, error) { return c, nil }, query)
 			node, err := nodes.Find(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -78,7 +90,7 @@ func TestFindNode(t *testing.T) {
 func TestUnreachableWorkload(t *testing.T) {
 	nodes := WorkloadNodes(func(context.Context) (client.Client, error) {
 		return nil, fmt.Errorf("%w: not connected", ErrWorkloadUnreachable)
-	}, providerID, "host-uid")
+	}, query)
 	if _, err := nodes.Find(context.Background()); !errors.Is(err, ErrWorkloadUnreachable) {
 		t.Fatalf("Find = %v, want ErrWorkloadUnreachable", err)
 	}
@@ -88,13 +100,13 @@ func TestUnreachableWorkload(t *testing.T) {
 // one had and it lacks is added.
 func TestRestoreNode(t *testing.T) {
 	ctx := context.Background()
-	registered := workloadNode("host-0", "", map[string]string{hostUIDNodeLabel: "host-uid", "zone": "b"})
+	registered := workloadNode("host-0", "", map[string]string{workload.HostUIDLabel: "host-uid", "zone": "b"})
 	registered.Annotations = map[string]string{"kubelet": "new"}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(registered).Build()
-	nodes := WorkloadNodes(func(context.Context) (client.Client, error) { return c, nil }, providerID, "host-uid")
+	nodes := WorkloadNodes(func(context.Context) (client.Client, error) { return c, nil }, query)
 	backup := NodeBackup{
 		NodeUID:     "old",
-		Labels:      map[string]string{"zone": "a", "role": "db", hostUIDNodeLabel: "host-uid"},
+		Labels:      map[string]string{"zone": "a", "role": "db", workload.HostUIDLabel: "host-uid"},
 		Annotations: map[string]string{"kubelet": "old", "owner": "team-a"},
 	}
 	if err := nodes.Restore(ctx, registered.DeepCopy(), backup); err != nil {
@@ -104,7 +116,7 @@ func TestRestoreNode(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "host-0"}, got); err != nil {
 		t.Fatal(err)
 	}
-	wantLabels := map[string]string{hostUIDNodeLabel: "host-uid", "zone": "b", "role": "db"}
+	wantLabels := map[string]string{workload.HostUIDLabel: "host-uid", "zone": "b", "role": "db"}
 	wantAnnotations := map[string]string{"kubelet": "new", "owner": "team-a"}
 	if !maps.Equal(got.Labels, wantLabels) || !maps.Equal(got.Annotations, wantAnnotations) {
 		t.Fatalf("labels %v, annotations %v; want %v, %v", got.Labels, got.Annotations, wantLabels, wantAnnotations)

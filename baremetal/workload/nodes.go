@@ -14,9 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package workload holds what the provider does to the Nodes of a workload
-// cluster: find the Node running on a host, give it the machine's provider
-// ID when no cloud provider does, and keep chosen host labels on it.
+// Package workload holds what the provider does in workload clusters and
+// how it reaches them: Clusters connects to each through its kubeconfig
+// Secret, untrusted input judged and guarded by package kubeguard; the rest
+// finds the Node running on a host, gives it the machine's provider ID when
+// no cloud provider does, and keeps chosen host labels on it.
 package workload
 
 import (
@@ -27,6 +29,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -47,8 +52,12 @@ var ErrAmbiguousNode = errors.New("more than one Node matches the host")
 
 // NodeQuery says how to recognise the Node running on one host.
 type NodeQuery struct {
-	// ProviderID, when set, is matched first against spec.providerID: a
-	// Node that already carries it is the one, whoever set it.
+	// NodeName, when known (Cluster API's nodeRef of the Machine), is read
+	// first: that Node is the one unless it carries another providerID.
+	NodeName string
+	// ProviderID is the machine's: a Node that carries another one is an
+	// earlier machine's, never this one; a Node that carries it is the one,
+	// whoever set it.
 	ProviderID string
 	// HostUID is matched against the metal3.io/uuid label.
 	HostUID string
@@ -58,21 +67,24 @@ type NodeQuery struct {
 	Hostnames []string
 }
 
-// FindNode returns the Node of q, or nil while none has registered.
+// nodeListPage bounds one page of the last resort's list of every Node.
+const nodeListPage = 500
+
+// FindNode returns the Node of q, or nil while none has registered. It
+// reads the workload cluster's API server, by name and by label as far as
+// it can, so a cluster of thousands of Nodes costs a few small answers:
+// only a Node that carries the providerID but neither label is found by
+// listing them all (a kubelet started with --provider-id, as upstream
+// CAPM3's templates do), page by page.
 func FindNode(ctx context.Context, c client.Reader, q NodeQuery) (*corev1.Node, error) {
-	if q.ProviderID != "" {
-		nodes := &corev1.NodeList{}
-		if err := c.List(ctx, nodes); err != nil {
-			return nil, fmt.Errorf("list Nodes: %w", err)
-		}
-		var matches []corev1.Node
-		for _, n := range nodes.Items {
-			if n.Spec.ProviderID == q.ProviderID {
-				matches = append(matches, n)
-			}
-		}
-		if node, err := one(matches, "providerID "+q.ProviderID); node != nil || err != nil {
-			return node, err
+	if q.NodeName != "" {
+		node := &corev1.Node{}
+		err := c.Get(ctx, client.ObjectKey{Name: q.NodeName}, node)
+		switch {
+		case err == nil && q.mayBe(node):
+			return node, nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("get Node %s: %w", q.NodeName, err)
 		}
 	}
 	if q.HostUID != "" {
@@ -80,28 +92,82 @@ func FindNode(ctx context.Context, c client.Reader, q NodeQuery) (*corev1.Node, 
 		if err := c.List(ctx, nodes, client.MatchingLabels{HostUIDLabel: q.HostUID}); err != nil {
 			return nil, fmt.Errorf("list Nodes labelled %s=%s: %w", HostUIDLabel, q.HostUID, err)
 		}
-		if node, err := one(nodes.Items, HostUIDLabel+"="+q.HostUID); node != nil || err != nil {
+		if node, err := one(q.candidates(nodes.Items), HostUIDLabel+"="+q.HostUID); node != nil || err != nil {
 			return node, err
 		}
 	}
-	if len(q.Hostnames) == 0 {
-		return nil, nil
-	}
-	nodes := &corev1.NodeList{}
-	if err := c.List(ctx, nodes, client.HasLabels{corev1.LabelHostname}); err != nil {
-		return nil, fmt.Errorf("list Nodes by hostname: %w", err)
-	}
-	var matches []corev1.Node
-	for _, n := range nodes.Items {
-		// A Node labelled for another host is that host's, whatever its name.
-		if uid, labelled := n.Labels[HostUIDLabel]; labelled && uid != q.HostUID {
-			continue
+	// A name that is no label value cannot be a Node's hostname label.
+	hostnames := slices.DeleteFunc(slices.Clone(q.Hostnames), func(name string) bool {
+		return len(validation.IsValidLabelValue(name)) > 0
+	})
+	if len(hostnames) > 0 {
+		selector, err := labels.NewRequirement(corev1.LabelHostname, selection.In, hostnames)
+		if err != nil {
+			return nil, fmt.Errorf("select Nodes by hostname: %w", err)
 		}
-		if slices.Contains(q.Hostnames, n.Labels[corev1.LabelHostname]) {
+		nodes := &corev1.NodeList{}
+		if err := c.List(ctx, nodes, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*selector)}); err != nil {
+			return nil, fmt.Errorf("list Nodes by hostname: %w", err)
+		}
+		var matches []corev1.Node
+		for _, n := range q.candidates(nodes.Items) {
+			// A Node labelled for another host is that host's, whatever its name.
+			if uid, labelled := n.Labels[HostUIDLabel]; labelled && uid != q.HostUID {
+				continue
+			}
 			matches = append(matches, n)
 		}
+		if node, err := one(matches, corev1.LabelHostname+" in "+strings.Join(hostnames, ",")); node != nil || err != nil {
+			return node, err
+		}
 	}
-	return one(matches, corev1.LabelHostname+" in "+strings.Join(q.Hostnames, ","))
+	if q.ProviderID == "" {
+		return nil, nil
+	}
+	return findByProviderID(ctx, c, q.ProviderID)
+}
+
+// mayBe reports whether node may be q's: it carries q's providerID, or none.
+func (q NodeQuery) mayBe(node *corev1.Node) bool {
+	return q.ProviderID == "" || node.Spec.ProviderID == "" || node.Spec.ProviderID == q.ProviderID
+}
+
+// candidates are the nodes that may be q's; a Node that carries q's
+// providerID is the only candidate.
+func (q NodeQuery) candidates(nodes []corev1.Node) []corev1.Node {
+	var out []corev1.Node
+	for _, n := range nodes {
+		if q.ProviderID != "" && n.Spec.ProviderID == q.ProviderID {
+			return []corev1.Node{n}
+		}
+		if q.mayBe(&n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// findByProviderID lists every Node, a page at a time, for the one that
+// carries providerID.
+func findByProviderID(ctx context.Context, c client.Reader, providerID string) (*corev1.Node, error) {
+	var matches []corev1.Node
+	opts := []client.ListOption{client.Limit(nodeListPage)}
+	for {
+		nodes := &corev1.NodeList{}
+		if err := c.List(ctx, nodes, opts...); err != nil {
+			return nil, fmt.Errorf("list Nodes: %w", err)
+		}
+		for _, n := range nodes.Items {
+			if n.Spec.ProviderID == providerID {
+				matches = append(matches, n)
+			}
+		}
+		if nodes.Continue == "" {
+			break
+		}
+		opts = []client.ListOption{client.Limit(nodeListPage), client.Continue(nodes.Continue)}
+	}
+	return one(matches, "providerID "+providerID)
 }
 
 func one(nodes []corev1.Node, by string) (*corev1.Node, error) {

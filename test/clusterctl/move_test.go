@@ -45,6 +45,7 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
@@ -317,9 +318,10 @@ func startProvider(t *testing.T, mgmt *testenv.Env) func() {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	started, err := controllers.Setup(ctx, mgr, controllers.SetupOptions{
+	_, err = controllers.Setup(ctx, mgr, controllers.SetupOptions{
 		// envtest's API servers listen on loopback.
 		Remote:     hostaccess.Options{Policy: kubeguard.ServerPolicy{AllowLoopback: true}, MinBackoff: time.Second},
+		Workload:   workload.ClustersOptions{Policy: kubeguard.ServerPolicy{AllowLoopback: true, Flags: "workload"}},
 		Controller: controller.Options{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
@@ -334,9 +336,6 @@ func startProvider(t *testing.T, mgmt *testenv.Env) func() {
 			cancel()
 			if err := <-done; err != nil {
 				t.Errorf("provider: %v", err)
-			}
-			if s, ok := started.WorkloadClusters.(interface{ Shutdown() }); ok {
-				s.Shutdown()
 			}
 		})
 	}

@@ -26,8 +26,8 @@ var manager = &testenv.TreeBinary{Package: ".", Name: "capm3-manager"}
 // startProvider runs the manager built from this tree against mgmt until t
 // ends; tests kill and restart it through the returned Process. Webhooks
 // are served by the environment (envtest points the API server at its own
-// local server); the identities' API servers are on loopback, which the
-// operator must allow explicitly.
+// local server); the identities' and the workload clusters' API servers are
+// on loopback, which the operator must allow explicitly, for each.
 func startProvider(t testenv.T, mgmt *testenv.Env, extraArgs ...string) *testenv.Process {
 	t.Helper()
 	path, err := manager.Path()
@@ -38,7 +38,7 @@ func startProvider(t testenv.T, mgmt *testenv.Env, extraArgs ...string) *testenv
 		"--webhook-port=0",
 		"--health-addr=" + testenv.FreeLoopbackAddr(t),
 		"--diagnostics-address=" + testenv.FreeLoopbackAddr(t), "--insecure-diagnostics",
-		"--identity-allow-loopback",
+		"--identity-allow-loopback", "--workload-allow-loopback",
 	}, extraArgs...)
 	return mgmt.RunProcess(t, path, nil, args...)
 }
