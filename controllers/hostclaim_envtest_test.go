@@ -238,6 +238,10 @@ func TestHostClaimMode(t *testing.T) {
 		done, _ := provisioned(g)
 		g.Expect(done).To(HaveLen(5), "B's third machine took the host A gave back")
 	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	// The attack: tenant A points a machine's claim record at a claim that
+	// does not exist, to have its machine go while its host stays bound.
+	// The claim is found by its consumerRef all the same.
+	update(t, mgmt.Client, machines[1], func() { machines[1].Annotations[infrav1.HostClaimAnnotation] = "pool-a/does-not-exist" })
 	for _, m := range machines[1:3] {
 		g.Expect(mgmt.Client.Delete(ctx, m)).To(Succeed())
 	}
@@ -252,6 +256,15 @@ func TestHostClaimMode(t *testing.T) {
 		for _, h := range hosts.Items {
 			if h.Spec.ConsumerRef == nil && h.Status.Provisioning.State == bmov1alpha1.StateAvailable {
 				free++
+				// Nothing a claim set outlives it on the host.
+				g.Expect(h.Spec.Image).To(BeNil())
+				g.Expect(h.Spec.CustomDeploy).To(BeNil())
+				g.Expect([]any{h.Spec.UserData, h.Spec.MetaData, h.Spec.NetworkData}).To(HaveEach(BeNil()))
+				g.Expect(h.Spec.Online).To(BeFalse())
+				for key := range h.Annotations {
+					g.Expect(key).NotTo(Or(HavePrefix(bmov1alpha1.RebootAnnotationPrefix), Equal(bmov1alpha1.PausedAnnotation),
+						Equal(hostclaim.MirroredRebootsAnnotation), Equal(hostclaim.KeptForAnnotation)), "host %s", h.Name)
+				}
 			}
 		}
 		g.Expect(free).To(Equal(2), "A's other two hosts are available again")

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -186,6 +187,20 @@ func (r *Metal3MachineReconciler) reconcileData(ctx context.Context, s *machineS
 
 func (r *Metal3MachineReconciler) reconcileDelete(ctx context.Context, s *machineScope) (ctrl.Result, error) {
 	done, err := s.binding.Release(ctx)
+	if errors.Is(err, hostbinding.ErrHostNotFound) {
+		// Invariant: a machine is never let go while its host may still be
+		// provisioned with its data; an operator decides it is lost.
+		msg := fmt.Sprintf("%s; the machine keeps its finalizer until its host is found, or an operator sets the %s annotation",
+			err.Error(), infrav1.HostLostAnnotation)
+		if previous := conditions.Get(s.m3m, infrav1.HostAssociatedCondition); previous == nil || previous.Message != msg {
+			ctrl.LoggerFrom(ctx).Info("The deleting machine's host cannot be found", "reason", infrav1.HostNotFoundReason, "message", msg)
+			if r.Recorder != nil {
+				r.Recorder.Eventf(s.m3m, nil, corev1.EventTypeWarning, infrav1.HostNotFoundReason, "ReleaseHost", "%s", msg)
+			}
+		}
+		setCondition(s.m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.HostNotFoundReason, msg)
+		return ctrl.Result{RequeueAfter: noHostRequeue}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

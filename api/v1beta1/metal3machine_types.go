@@ -37,6 +37,13 @@ const (
 	// stays in HostClaim mode whatever its cluster says later, as one with
 	// HostAnnotation stays with its BareMetalHost.
 	HostClaimAnnotation = "infrastructure.cluster.x-k8s.io/host-claim"
+	// HostLostAnnotation, set (any value) by an operator on a deleting
+	// Metal3Machine whose host cannot be found through its identity
+	// (HostAssociated False, reason HostNotFound), lets the machine go
+	// without releasing its host. It changes nothing while a host or claim
+	// naming the machine as its consumer can be found: that one is always
+	// released first.
+	HostLostAnnotation = "infrastructure.cluster.x-k8s.io/host-lost"
 )
 
 // Metal3MachineSpec is the desired state of one machine's bare metal host.

@@ -33,14 +33,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
 
 var (
 	// ErrNoAvailableHost: no host is free and matches the machine.
 	ErrNoAvailableHost = errors.New("no available host matches the machine")
-	// ErrHostNotFound: the machine's host cannot be found through its
-	// identity, or is someone else's now. The machine waits; it never takes
-	// another host.
+	// ErrHostNotFound: the machine records a host (or claim) and none that
+	// names it as consumer can be found through its identity. The machine
+	// waits; it never takes another host, and is never deleted without
+	// releasing its host unless an operator says it is lost (HostLost).
 	ErrHostNotFound = errors.New("associated host not found")
 )
 
@@ -71,6 +74,14 @@ type Binding interface {
 	// Pause sets or clears the provider's pause on host; a pause set by
 	// someone else is never cleared.
 	Pause(ctx context.Context, host *Host, paused bool) error
+}
+
+// HostLost reports whether an operator said m3m's host is lost
+// (infrav1.HostLostAnnotation): Release then lets a machine whose host
+// cannot be found go without releasing one.
+func HostLost(m3m *infrav1.Metal3Machine) bool {
+	_, lost := m3m.Annotations[infrav1.HostLostAnnotation]
+	return lost
 }
 
 // RenderedSecrets are the Secrets a Metal3Data wrote next to the host.

@@ -113,47 +113,71 @@ func (m *bmhBinding) event(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 	}
 }
 
-// Host implements Binding: the host the machine's annotation names, if it
-// still consumes it.
+// lostEvent tells that the machine goes without its host recorded, on an
+// operator's word (HostLost).
+func (m *bmhBinding) lostEvent(ctx context.Context, recorded string) {
+	note := fmt.Sprintf("Released the machine without its host %s, which cannot be found through %s: annotation %s says it is lost",
+		recorded, m.Access.Key(), infrav1.HostLostAnnotation)
+	ctrl.LoggerFrom(ctx).Info(note, "metal3Machine", klog.KObj(m.M3Machine), "reason", "HostLost")
+	if m.Recorder != nil {
+		m.Recorder.Eventf(m.M3Machine, nil, corev1.EventTypeWarning, "HostLost", "ReleaseHost", "%s", note)
+	}
+}
+
+// Host implements Binding: the host whose consumerRef is the machine.
 func (m *bmhBinding) Host(ctx context.Context) (*Host, error) {
-	bmh, err := m.host(ctx)
+	bmh, err := m.host(ctx, m.Access.Client())
 	if err != nil || bmh == nil {
 		return nil, err
 	}
 	return hostView(bmh), nil
 }
 
-func (m *bmhBinding) host(ctx context.Context) (*bmov1alpha1.BareMetalHost, error) {
-	host := &bmov1alpha1.BareMetalHost{}
-	if found, err := m.getRecorded(ctx, infrav1.HostAnnotation, "host", host); !found || err != nil {
-		return nil, err
+// host finds the machine's host by the pool's record of it, the host's
+// consumerRef (the machine's namespace, name and consumer ID), which a
+// tenant cannot edit without write access to the pool: first where the
+// machine's host annotation points, then among every host of the
+// identity's namespace, through reader. The annotation is a hint, never the
+// truth: it is on the tenant's own object. nil when the machine records no
+// host and none names it; ErrHostNotFound when it records one and none
+// names it.
+func (m *bmhBinding) host(ctx context.Context, reader client.Reader) (*bmov1alpha1.BareMetalHost, error) {
+	recorded := m.M3Machine.Annotations[infrav1.HostAnnotation]
+	if key, ok := recordedKey(recorded); ok {
+		host := &bmov1alpha1.BareMetalHost{}
+		err := m.Access.Client().Get(ctx, key, host)
+		switch {
+		case err == nil && m.consumes(host):
+			return host, nil
+		case err != nil && !apierrors.IsNotFound(err) && key.Namespace == m.Access.Namespace():
+			return nil, fmt.Errorf("get host %s: %w", recorded, err)
+		}
 	}
-	if !m.consumes(host) {
-		return nil, fmt.Errorf("%w: %s/%s is now consumed by %s", ErrHostNotFound, host.Namespace, host.Name, consumerString(host))
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	if err := reader.List(ctx, hosts, client.InNamespace(m.Access.Namespace())); err != nil {
+		return nil, fmt.Errorf("list hosts in namespace %s: %w", m.Access.Namespace(), err)
 	}
-	return host, nil
+	if host := m.consumedAmong(hosts.Items); host != nil {
+		if recorded != "" {
+			ctrl.LoggerFrom(ctx).Info("The machine's host annotation names another host than the one the pool says it consumes",
+				"metal3Machine", klog.KObj(m.M3Machine), "annotation", recorded, "host", klog.KObj(host))
+		}
+		return host, nil
+	}
+	if recorded == "" {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%w: no host in namespace %s of %s names the machine as its consumer (the machine records host %s)",
+		ErrHostNotFound, m.Access.Namespace(), m.Access.Key(), recorded)
 }
 
-// getRecorded reads into obj the object the machine's annotation names as
-// "<namespace>/<name>" (its host, or its HostClaim), through its identity:
-// found is false when the annotation is not there, and an object that is
-// gone, or an annotation that names none, is ErrHostNotFound.
-func (m *bmhBinding) getRecorded(ctx context.Context, annotation, what string, obj client.Object) (bool, error) {
-	ref := m.M3Machine.Annotations[annotation]
-	if ref == "" {
-		return false, nil
-	}
+// recordedKey reads a "<namespace>/<name>" association annotation.
+func recordedKey(ref string) (types.NamespacedName, bool) {
 	namespace, name, ok := strings.Cut(ref, "/")
-	if !ok {
-		return false, fmt.Errorf("%w: annotation %s=%q is not namespace/name", ErrHostNotFound, annotation, ref)
+	if !ok || namespace == "" || name == "" {
+		return types.NamespacedName{}, false
 	}
-	if err := m.Access.Client().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("%w: %s %s in the cluster of %s", ErrHostNotFound, what, ref, m.Access.Key())
-		}
-		return false, fmt.Errorf("get %s %s: %w", what, ref, err)
-	}
-	return true, nil
+	return types.NamespacedName{Namespace: namespace, Name: name}, true
 }
 
 // Bind implements Binding: a host the machine already consumes (a claim
@@ -222,22 +246,15 @@ func (m *bmhBinding) consumedAmong(hosts []bmov1alpha1.BareMetalHost) *bmov1alph
 	return nil
 }
 
-// unrecordedHost finds a host claimed by this machine whose association was
-// not recorded on the machine (the claim succeeded, the annotation patch did
-// not happen yet or at all).
-func (m *bmhBinding) unrecordedHost(ctx context.Context) (*bmov1alpha1.BareMetalHost, error) {
-	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := m.Access.Reader().List(ctx, hosts, client.InNamespace(m.Access.Namespace())); err != nil {
-		return nil, fmt.Errorf("list hosts in namespace %s: %w", m.Access.Namespace(), err)
-	}
-	return m.consumedAmong(hosts.Items), nil
-}
-
 // claim writes the machine's Secrets next to host, then takes the host in
 // one update (for a machine with a dataTemplate: only takes it). A conflict is settled by reading the host from its API
 // server: it is ours only if its consumerRef says so.
 func (m *bmhBinding) claim(ctx context.Context, candidate *bmov1alpha1.BareMetalHost) (*bmov1alpha1.BareMetalHost, error) {
 	host := candidate.DeepCopy()
+	// A host kept for node reuse may come back with its last consumer's
+	// cleaning mode: the pool's goes first, the machine's on top of it.
+	restorePoolCleaningMode(host)
+	delete(host.Annotations, UncleanedAnnotation)
 	// A machine with a dataTemplate only takes the host here; it is given
 	// what to provision once its data is rendered (see Provision).
 	if !UsesDataTemplate(m.M3Machine) {
@@ -274,14 +291,25 @@ func (m *bmhBinding) claim(ctx context.Context, candidate *bmov1alpha1.BareMetal
 	return nil, errLostRace
 }
 
+// recordAssociation notes host on the machine. The annotation is written
+// once: it cannot be changed afterwards (the webhook refuses it), and the
+// host's consumerRef, not the annotation, says which host is the machine's.
 func (m *bmhBinding) recordAssociation(host *bmov1alpha1.BareMetalHost) {
-	if m.M3Machine.Annotations == nil {
-		m.M3Machine.Annotations = map[string]string{}
-	}
-	m.M3Machine.Annotations[infrav1.HostAnnotation] = host.Namespace + "/" + host.Name
+	recordOnce(m.M3Machine, infrav1.HostAnnotation, host.Namespace+"/"+host.Name)
 	m.M3Machine.Status.UserData = host.Spec.UserData
 	m.M3Machine.Status.MetaData = host.Spec.MetaData
 	m.M3Machine.Status.NetworkData = host.Spec.NetworkData
+}
+
+// recordOnce sets annotation on m3m to value unless it has one already.
+func recordOnce(m3m *infrav1.Metal3Machine, annotation, value string) {
+	if m3m.Annotations[annotation] != "" {
+		return
+	}
+	if m3m.Annotations == nil {
+		m3m.Annotations = map[string]string{}
+	}
+	m3m.Annotations[annotation] = value
 }
 
 // consumes reports whether host's consumerRef is this machine. Its UID is
@@ -306,9 +334,7 @@ func (m *bmhBinding) failureDomain() string {
 func (m *bmhBinding) Sync(ctx context.Context, view *Host) (bool, error) {
 	host := view.BareMetalHost
 	updated := host.DeepCopy()
-	if mode := m.M3Machine.Spec.AutomatedCleaningMode; mode != nil {
-		updated.Spec.AutomatedCleaningMode = bmov1alpha1.AutomatedCleaningMode(*mode)
-	}
+	setCleaningMode(updated, m.M3Machine.Spec.AutomatedCleaningMode)
 	if updated.Annotations[bmov1alpha1.PausedAnnotation] == pausedByUs {
 		delete(updated.Annotations, bmov1alpha1.PausedAnnotation)
 	}
@@ -385,32 +411,40 @@ func (m *bmhBinding) patchHost(ctx context.Context, host, updated *bmov1alpha1.B
 	return nil
 }
 
-// Release implements Binding.
+// Release implements Binding. The host is found by the pool's record of
+// it (host): a tenant that rewrites the machine's annotation cannot make its
+// machine go while its host stays provisioned with its data. A machine
+// that records a host no host of the namespace names as consumer (checked
+// live) is done only if the recorded host is there and someone else's, or
+// free: it was released (a crash between releasing it and removing the
+// machine's finalizer leaves exactly that). Otherwise the host cannot be
+// found, perhaps because the identity now points elsewhere, and the
+// machine waits (ErrHostNotFound) until it is found, or until an operator
+// says it is lost (HostLostAnnotation).
 func (m *bmhBinding) Release(ctx context.Context) (bool, error) {
-	host, err := m.host(ctx)
+	host, err := m.host(ctx, m.Access.Client())
+	if errors.Is(err, ErrHostNotFound) || (err == nil && host == nil) {
+		// The cache may lag behind a claim or a release: only a live read
+		// may let the machine go.
+		host, err = m.host(ctx, m.Access.Reader())
+	}
 	switch {
 	case errors.Is(err, ErrHostNotFound):
-		return true, nil
+		return m.releaseNotFound(ctx, err)
 	case err != nil:
 		return false, err
 	case host == nil:
-		// Not recorded as associated; a claim may still have succeeded.
-		// Reading live: a stale cache would let the machine go and leave
-		// its host claimed forever.
-		if host, err = m.unrecordedHost(ctx); err != nil {
-			return false, err
-		}
-		if host == nil {
-			return true, nil
-		}
+		return true, nil
 	}
 	if host.Spec.Image != nil || host.Spec.CustomDeploy != nil || host.Spec.UserData != nil {
 		// Deprovision: the Bare Metal Operator cleans the host once it has
-		// nothing to provision. consumerRef stays until it is done.
+		// nothing to provision, as the pool's cleaning mode says.
+		// consumerRef stays until it is done.
 		updated := host.DeepCopy()
 		updated.Spec.Image, updated.Spec.CustomDeploy = nil, nil
 		updated.Spec.UserData, updated.Spec.MetaData, updated.Spec.NetworkData = nil, nil, nil
-		updated.Spec.Online = m.onlineWhenReleased(host)
+		releaseCleaning(updated, m.keptFor())
+		updated.Spec.Online = m.onlineWhenReleased(updated)
 		return false, m.patchHost(ctx, host, updated)
 	}
 	switch host.Status.Provisioning.State {
@@ -419,12 +453,13 @@ func (m *bmhBinding) Release(ctx context.Context) (bool, error) {
 	}
 	updated := host.DeepCopy()
 	updated.Spec.ConsumerRef = nil
-	updated.Spec.Online = m.onlineWhenReleased(host)
+	releaseCleaning(updated, m.keptFor())
+	updated.Spec.Online = m.onlineWhenReleased(updated)
 	// A remediation interrupted by the machine's deletion must not leave
 	// the next user's host held off.
 	delete(updated.Annotations, infrav1.RemediationRebootAnnotationPrefix+string(infrav1.ConsumerID(m.M3Machine)))
 	delete(updated.Labels, clusterv1.ClusterNameLabel)
-	if m.Reuse.Reserve && m.Reuse.Owner != "" {
+	if m.keptFor() != "" {
 		// Kept for the owner's next machine, as upstream CAPM3 does,
 		// scoped to this cluster so no other tenant or cluster takes it.
 		if updated.Labels == nil {
@@ -449,6 +484,41 @@ func (m *bmhBinding) Release(ctx context.Context) (bool, error) {
 		m.event(ctx, host, "HostReleased", "Released host %s/%s", host.Namespace, host.Name)
 	}
 	return true, nil
+}
+
+// releaseNotFound decides about a machine that records a host none of
+// the identity's namespace names as consumer: released if the recorded
+// host is there and not the machine's (it was released), or if an operator
+// said the host is lost; else it waits with notFound.
+func (m *bmhBinding) releaseNotFound(ctx context.Context, notFound error) (bool, error) {
+	recorded := m.M3Machine.Annotations[infrav1.HostAnnotation]
+	if key, ok := recordedKey(recorded); ok && key.Namespace == m.Access.Namespace() {
+		host := &bmov1alpha1.BareMetalHost{}
+		err := m.Access.Reader().Get(ctx, key, host)
+		switch {
+		case err == nil:
+			// Released already; its Secrets for this machine go too.
+			m.deleteHostSecrets(ctx, key.Namespace)
+			return true, nil
+		case !apierrors.IsNotFound(err):
+			return false, fmt.Errorf("get host %s: %w", recorded, err)
+		}
+	}
+	if HostLost(m.M3Machine) {
+		m.deleteHostSecrets(ctx, m.Access.Namespace())
+		m.lostEvent(ctx, recorded)
+		return true, nil
+	}
+	return false, notFound
+}
+
+// keptFor is the cluster the machine's host is kept for on release (node
+// reuse), "" if it goes back to the pool.
+func (m *bmhBinding) keptFor() string {
+	if m.Reuse.Reserve && m.Reuse.Owner != "" {
+		return m.Reuse.Cluster
+	}
+	return ""
 }
 
 // onlineWhenReleased is the power a released host is left in, as upstream

@@ -23,6 +23,7 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -339,5 +340,83 @@ func TestMovedMachineKeepsItsHost(t *testing.T) {
 	secret := &corev1.Secret{}
 	if err := f.pool.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: userData.Name}, secret); err != nil {
 		t.Fatalf("the moved machine's user data is gone: %v", err)
+	}
+}
+
+// TestReleaseTrustsThePoolNotTheAnnotation: the machine's host annotation
+// is on the tenant's own object. Each case is a record the tenant rewrote
+// (with the webhook off, or before it ran) and then deleted its machine:
+// the host the pool says the machine consumes is released all the same, and
+// a machine whose host cannot be found keeps waiting until an operator says
+// the host is lost.
+func TestReleaseTrustsThePoolNotTheAnnotation(t *testing.T) {
+	ctx := context.Background()
+	provisioned := func(name string) *bmov1alpha1.BareMetalHost {
+		host := availableHost(name)
+		host.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "Metal3Machine", Namespace: "tenant-a", Name: "worker-0", UID: "uid-worker-0"}
+		host.Spec.Image = &bmov1alpha1.Image{URL: "http://images/node.qcow2"}
+		host.Status.Provisioning.State = bmov1alpha1.StateProvisioned
+		return host
+	}
+	tests := []struct {
+		name     string
+		hosts    []client.Object
+		recorded string
+		lost     bool
+		// wantDeprovisioned is the host Release must deprovision.
+		wantDeprovisioned string
+		wantDone          bool
+		wantErr           error
+	}{
+		{name: "record rewritten to a host that does not exist", recorded: poolNamespace + "/does-not-exist",
+			hosts: []client.Object{provisioned("host-0")}, wantDeprovisioned: "host-0"},
+		{name: "record rewritten to another tenant's host", recorded: poolNamespace + "/host-1",
+			hosts: []client.Object{provisioned("host-0"), claimedBy(availableHost("host-1"), "tenant-b", "worker-9")}, wantDeprovisioned: "host-0"},
+		{name: "record rewritten to another namespace", recorded: "elsewhere/host-0",
+			hosts: []client.Object{provisioned("host-0")}, wantDeprovisioned: "host-0"},
+		{name: "recorded host released before a crash", recorded: poolNamespace + "/host-0",
+			hosts: []client.Object{availableHost("host-0")}, wantDone: true},
+		{name: "recorded host nowhere to be found", recorded: poolNamespace + "/gone", wantErr: ErrHostNotFound},
+		{name: "recorded host nowhere to be found, said lost by an operator", recorded: poolNamespace + "/gone", lost: true, wantDone: true},
+		{name: "said lost, but the pool still has it: released all the same", recorded: poolNamespace + "/gone", lost: true,
+			hosts: []client.Object{provisioned("host-0")}, wantDeprovisioned: "host-0"},
+		{name: "never bound", wantDone: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newBindingFixture(t, interceptor.Funcs{}, tt.hosts...)
+			if tt.recorded != "" {
+				f.m3m.Annotations[infrav1.HostAnnotation] = tt.recorded
+			}
+			if tt.lost {
+				f.m3m.Annotations[infrav1.HostLostAnnotation] = "pool admin: BMH deleted"
+			}
+			done, err := f.binding.Release(ctx)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) || done {
+					t.Fatalf("Release = %v, %v; want %v", done, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || done != tt.wantDone {
+				t.Fatalf("Release = %v, %v; want done=%v", done, err, tt.wantDone)
+			}
+			if tt.wantDeprovisioned != "" {
+				if host := f.host(t, tt.wantDeprovisioned); host.Spec.Image != nil || host.Spec.ConsumerRef == nil {
+					t.Fatalf("host %s: image %v, consumerRef %v; want deprovisioning under the machine's claim",
+						tt.wantDeprovisioned, host.Spec.Image, host.Spec.ConsumerRef)
+				}
+			}
+			for _, obj := range tt.hosts {
+				if before := obj.(*bmov1alpha1.BareMetalHost); before.Spec.ConsumerRef != nil && before.Spec.ConsumerRef.Namespace == "tenant-b" {
+					if after := f.host(t, before.Name); !equality.Semantic.DeepEqual(after.Spec, before.Spec) {
+						t.Errorf("another tenant's host %s was changed: %+v", before.Name, after.Spec)
+					}
+				}
+			}
+			if got := f.m3m.Annotations[infrav1.HostAnnotation]; got != tt.recorded {
+				t.Errorf("the record became %q; it is written once and never rewritten", got)
+			}
+		})
 	}
 }

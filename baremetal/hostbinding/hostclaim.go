@@ -126,17 +126,48 @@ func (m *claimBinding) claimEvent(ctx context.Context, claim *bmov1alpha1.HostCl
 	}
 }
 
-// recordedClaim is the claim the machine's annotation names: nil if none,
-// ErrHostNotFound if it is gone or someone else's.
+// recordedClaim is the machine's claim, found through the cache: nil if
+// it records none and none names it, ErrHostNotFound if it records one
+// that is gone.
 func (m *claimBinding) recordedClaim(ctx context.Context) (*bmov1alpha1.HostClaim, error) {
-	claim := &bmov1alpha1.HostClaim{}
-	if found, err := m.getRecorded(ctx, infrav1.HostClaimAnnotation, "HostClaim", claim); !found || err != nil {
-		return nil, err
+	return m.findClaim(ctx, m.Access.Client())
+}
+
+// findClaim finds the machine's claim by the pool's record of it, the
+// claim's consumerRef (the machine with its consumer ID): where the
+// machine's annotation points, then under the name the machine's claim
+// always has, then among every claim of the namespace, through reader. The
+// annotation is a hint, never the truth: it is on the tenant's own object.
+func (m *claimBinding) findClaim(ctx context.Context, reader client.Reader) (*bmov1alpha1.HostClaim, error) {
+	recorded := m.M3Machine.Annotations[infrav1.HostClaimAnnotation]
+	keys := []types.NamespacedName{{Namespace: m.Access.Namespace(), Name: claimName(m.M3Machine)}}
+	if key, ok := recordedKey(recorded); ok && key != keys[0] && key.Namespace == m.Access.Namespace() {
+		keys = append([]types.NamespacedName{key}, keys...)
 	}
-	if !m.owns(claim) {
-		return nil, fmt.Errorf("%w: HostClaim %s/%s belongs to %s", ErrHostNotFound, claim.Namespace, claim.Name, claimConsumer(claim))
+	for _, key := range keys {
+		claim := &bmov1alpha1.HostClaim{}
+		err := reader.Get(ctx, key, claim)
+		switch {
+		case err == nil && m.owns(claim):
+			return claim, nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("get HostClaim %s: %w", key, err)
+		}
 	}
-	return claim, nil
+	claims := &bmov1alpha1.HostClaimList{}
+	if err := reader.List(ctx, claims, client.InNamespace(m.Access.Namespace())); err != nil {
+		return nil, fmt.Errorf("list HostClaims in namespace %s: %w", m.Access.Namespace(), err)
+	}
+	for i := range claims.Items {
+		if m.owns(&claims.Items[i]) {
+			return &claims.Items[i], nil
+		}
+	}
+	if recorded == "" {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%w: no HostClaim in namespace %s of %s names the machine as its consumer (the machine records claim %s)",
+		ErrHostNotFound, m.Access.Namespace(), m.Access.Key(), recorded)
 }
 
 // owns reports whether claim was made for this machine.
@@ -295,10 +326,7 @@ func (m *claimBinding) reuseKey() string { return m.Reuse.Cluster + "/" + m.Reus
 // recordClaim notes the claim on the machine, as the host annotation does
 // in the other mode.
 func (m *claimBinding) recordClaim(claim *bmov1alpha1.HostClaim) {
-	if m.M3Machine.Annotations == nil {
-		m.M3Machine.Annotations = map[string]string{}
-	}
-	m.M3Machine.Annotations[infrav1.HostClaimAnnotation] = claim.Namespace + "/" + claim.Name
+	recordOnce(m.M3Machine, infrav1.HostClaimAnnotation, claim.Namespace+"/"+claim.Name)
 	m.M3Machine.Status.UserData = claim.Spec.UserData
 	m.M3Machine.Status.MetaData = claim.Spec.MetaData
 	m.M3Machine.Status.NetworkData = claim.Spec.NetworkData
@@ -373,7 +401,7 @@ func (m *claimBinding) Sync(ctx context.Context, view *Host) (bool, error) {
 	if err := m.Pause(ctx, view, false); err != nil {
 		return false, err
 	}
-	m.M3Machine.Annotations[infrav1.HostClaimAnnotation] = view.String()
+	recordOnce(m.M3Machine, infrav1.HostClaimAnnotation, view.String())
 	m.M3Machine.Status.UserData = view.BareMetalHost.Spec.UserData
 	m.M3Machine.Status.MetaData = view.BareMetalHost.Spec.MetaData
 	m.M3Machine.Status.NetworkData = view.BareMetalHost.Spec.NetworkData
@@ -413,28 +441,22 @@ func (m *claimBinding) Pause(ctx context.Context, view *Host, paused bool) error
 // Release implements Binding: the claim is deleted (kept for node reuse
 // if the machine's owner wants its host back), and the binder deprovisions
 // and frees the host before it lets the claim go; true once it is gone.
+// The claim is found by its consumerRef (findClaim), whatever the
+// machine's annotation says.
 func (m *claimBinding) Release(ctx context.Context) (bool, error) {
 	claim, err := m.recordedClaim(ctx)
+	if errors.Is(err, ErrHostNotFound) || (err == nil && claim == nil) {
+		// The cache may lag behind the claim's creation or deletion: only
+		// a live read may let the machine go.
+		claim, err = m.findClaim(ctx, m.Access.Reader())
+	}
 	switch {
 	case errors.Is(err, ErrHostNotFound):
-		m.deleteHostSecrets(ctx, m.Access.Namespace())
-		return true, nil
+		return m.releaseGoneClaim(ctx, err)
 	case err != nil:
 		return false, err
 	case claim == nil:
-		// Not recorded: a claim may have been created all the same. Read
-		// live, or a stale cache would leave it holding a host forever.
-		claim = &bmov1alpha1.HostClaim{}
-		key := types.NamespacedName{Namespace: m.Access.Namespace(), Name: claimName(m.M3Machine)}
-		if err := m.Access.Reader().Get(ctx, key, claim); err != nil {
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			return false, fmt.Errorf("get HostClaim %s: %w", key, err)
-		}
-		if !m.owns(claim) {
-			return true, nil
-		}
+		return true, nil
 	}
 	if claim.DeletionTimestamp.IsZero() {
 		updated := claim.DeepCopy()
@@ -470,4 +492,24 @@ func (m *claimBinding) Release(ctx context.Context) (bool, error) {
 	m.deleteHostSecrets(ctx, claim.Namespace)
 	m.claimEvent(ctx, claim, "HostReleased", "HostClaim %s/%s is gone: its host is back in the pool", claim.Namespace, claim.Name)
 	return true, nil
+}
+
+// releaseGoneClaim decides about a machine that records a claim none of
+// the identity's namespace belongs to: a claim of the identity's
+// namespace that is gone was released by the binder, whose finalizer
+// keeps a claim until its host is free; one recorded in another namespace
+// cannot be seen (the identity points elsewhere now), and the machine
+// waits with notFound, unless an operator said the host is lost.
+func (m *claimBinding) releaseGoneClaim(ctx context.Context, notFound error) (bool, error) {
+	recorded := m.M3Machine.Annotations[infrav1.HostClaimAnnotation]
+	if key, ok := recordedKey(recorded); ok && key.Namespace == m.Access.Namespace() {
+		m.deleteHostSecrets(ctx, key.Namespace)
+		return true, nil
+	}
+	if HostLost(m.M3Machine) {
+		m.deleteHostSecrets(ctx, m.Access.Namespace())
+		m.lostEvent(ctx, recorded)
+		return true, nil
+	}
+	return false, notFound
 }

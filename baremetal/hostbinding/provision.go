@@ -137,9 +137,7 @@ func (m *bmhBinding) setProvisioningSpec(host *bmov1alpha1.BareMetalHost, refs h
 	if refs.networkData != nil {
 		host.Spec.NetworkData = refs.networkData
 	}
-	if spec.AutomatedCleaningMode != nil {
-		host.Spec.AutomatedCleaningMode = bmov1alpha1.AutomatedCleaningMode(*spec.AutomatedCleaningMode)
-	}
+	setCleaningMode(host, spec.AutomatedCleaningMode)
 }
 
 // image is the machine's image as the Bare Metal Operator reads it; nil

@@ -44,6 +44,19 @@ const (
 	// ("<namespace>/<cluster name>"): owners of the same name in other
 	// tenants' namespaces or other clusters sharing the pool do not match.
 	NodeReuseClusterAnnotation = "infrastructure.cluster.x-k8s.io/node-reuse-cluster"
+	// PoolCleaningModeAnnotation records on a host the automatedCleaningMode
+	// it had before its consumer set its own: the pool's, which the host
+	// gets back when it is released, before it is deprovisioned, so that it
+	// is cleaned as the pool admin wants whatever the consumer chose.
+	PoolCleaningModeAnnotation = "infrastructure.cluster.x-k8s.io/pool-cleaning-mode"
+	// UncleanedAnnotation marks a host deprovisioned without the cleaning
+	// its pool asks for: its consumer disabled cleaning and kept the host
+	// for node reuse, as upstream CAPM3 lets a MachineDeployment keep its
+	// disks across an upgrade. The value is the cluster
+	// ("<namespace>/<cluster name>") whose data may be on its disks: only
+	// that cluster's machines may take it, until the pool admin, having
+	// cleaned it, removes the annotation.
+	UncleanedAnnotation = "infrastructure.cluster.x-k8s.io/uncleaned-for"
 )
 
 // Reuse is a machine's part in node reuse.
@@ -159,6 +172,10 @@ func rankHosts(hosts []bmov1alpha1.BareMetalHost, machine *infrav1.Metal3Machine
 		}
 		kept := reuse.reservation(host)
 		if kept == reservedForOther {
+			continue
+		}
+		if uncleanedFor, uncleaned := host.Annotations[UncleanedAnnotation]; uncleaned && uncleanedFor != reuse.Cluster {
+			// Another cluster's data may be on its disks.
 			continue
 		}
 		if !hostAvailable(host) {

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -94,22 +95,51 @@ func sameIdentityRef(a, b *infrav1.IdentityRef) bool {
 	return a.KindOrDefault() == b.KindOrDefault() && a.Name == b.Name && a.Context == b.Context
 }
 
-// validateConsumerIDUnchanged keeps the consumer ID annotation as it was
-// once set: hosts and Secrets in the pool know the object by it, and a
-// different one would orphan them (or take someone else's). clusterctl
-// move replaces all annotations of a source object by its delete-for-move
-// annotation just before deleting it (the copy in the target keeps the ID):
-// that is allowed.
-func validateConsumerIDUnchanged(oldAnnotations, newAnnotations map[string]string) field.ErrorList {
-	old := oldAnnotations[infrav1.ConsumerIDAnnotation]
-	if old == "" || newAnnotations[infrav1.ConsumerIDAnnotation] == old {
+// validatePoolRecords keeps the annotations by which the pool knows an
+// object as the provider wrote them: the consumer ID (hosts, claims and
+// Secrets in the pool carry it) and, for a machine, records, the host or
+// claim it is associated with. They are on the tenant's own object, so the
+// tenant could otherwise change which pool objects its object stands for:
+// take another consumer's host by its consumer ID, or point its record at a
+// host that does not exist so that deleting the machine leaves its real host
+// provisioned. The provider finds hosts by their consumerRef anyway; this
+// keeps the records honest too.
+//
+// Once set, none of them may change or go, but in the one shape clusterctl
+// move writes on a source object it is about to delete: all annotations
+// replaced by its delete-for-move annotation (the copy in the target keeps
+// the records). An object carrying delete-for-move is on its way out: its
+// records may not come back. A consumer ID may only be first set to the
+// object's own UID, as the provider does.
+func validatePoolRecords(oldObj, newObj metav1.Object, records ...string) field.ErrorList {
+	oldAnnotations, newAnnotations := oldObj.GetAnnotations(), newObj.GetAnnotations()
+	if isMoveDeletion(newAnnotations) {
 		return nil
 	}
-	if _, moved := newAnnotations[clusterctlv1.DeleteForMoveAnnotation]; moved {
-		return nil
+	path := field.NewPath("metadata", "annotations")
+	_, leaving := oldAnnotations[clusterctlv1.DeleteForMoveAnnotation]
+	var errs field.ErrorList
+	for _, key := range append([]string{infrav1.ConsumerIDAnnotation}, records...) {
+		before, after := oldAnnotations[key], newAnnotations[key]
+		switch {
+		case before == after:
+		case before != "":
+			errs = append(errs, field.Forbidden(path.Key(key), "cannot be changed or removed once set: the pool knows the object by it"))
+		case leaving:
+			errs = append(errs, field.Forbidden(path.Key(key),
+				fmt.Sprintf("cannot be set on an object clusterctl move is deleting (%s)", clusterctlv1.DeleteForMoveAnnotation)))
+		case key == infrav1.ConsumerIDAnnotation && after != string(newObj.GetUID()):
+			errs = append(errs, field.Forbidden(path.Key(key), "can only be set to the object's own UID"))
+		}
 	}
-	path := field.NewPath("metadata", "annotations").Key(infrav1.ConsumerIDAnnotation)
-	return field.ErrorList{field.Forbidden(path, "cannot be changed or removed once set: the pool knows the object by it")}
+	return errs
+}
+
+// isMoveDeletion reports whether annotations are exactly what clusterctl
+// move leaves on a source object before deleting it.
+func isMoveDeletion(annotations map[string]string) bool {
+	_, ok := annotations[clusterctlv1.DeleteForMoveAnnotation]
+	return ok && len(annotations) == 1
 }
 
 // validateLocalSecretName checks a Secret reference that the provider reads

@@ -30,8 +30,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -374,5 +376,44 @@ spec:
 		err := c.Update(ctx, template)
 		g.Expect(err).To(HaveOccurred())
 		g.Expect(err.Error()).To(ContainSubstring("spec.template.spec"))
+	})
+
+	// The attack: a tenant points its machine's host record at a host that
+	// does not exist, or takes another consumer's ID, in its own object;
+	// clusterctl move's own JSON patch must still pass.
+	t.Run("a machine's pool records are immutable but in clusterctl move's shape", func(t *testing.T) {
+		g := NewWithT(t)
+		machine := &infrav1.Metal3Machine{
+			ObjectMeta: metav1.ObjectMeta{Name: "recorded", Namespace: tenantNamespace},
+			Spec:       infrav1.Metal3MachineSpec{CustomDeploy: &infrav1.CustomDeploy{Method: "install_coreos"}},
+		}
+		g.Expect(c.Create(ctx, machine)).To(Succeed())
+		machine.Annotations = map[string]string{infrav1.ConsumerIDAnnotation: "someone-else"}
+		err := c.Update(ctx, machine)
+		g.Expect(err).To(MatchError(ContainSubstring("can only be set to the object's own UID")))
+		machine.Annotations = map[string]string{infrav1.ConsumerIDAnnotation: string(machine.UID), infrav1.HostAnnotation: "pool/host-0"}
+		g.Expect(c.Update(ctx, machine)).To(Succeed(), "the provider records its consumer ID and host")
+
+		for _, rewrite := range []map[string]string{
+			{infrav1.ConsumerIDAnnotation: string(machine.UID), infrav1.HostAnnotation: "pool/does-not-exist"},
+			{infrav1.ConsumerIDAnnotation: string(machine.UID)},
+			{infrav1.ConsumerIDAnnotation: "someone-else", infrav1.HostAnnotation: "pool/host-0", clusterctlv1.DeleteForMoveAnnotation: ""},
+		} {
+			tampered := machine.DeepCopy()
+			tampered.Annotations = rewrite
+			err := c.Update(ctx, tampered)
+			g.Expect(err).To(HaveOccurred(), "rewrite %v", rewrite)
+			g.Expect(err.Error()).To(ContainSubstring("metadata.annotations"))
+		}
+
+		// clusterctl move marks the source object this way before deleting it.
+		movePatch := client.RawPatch(types.JSONPatchType,
+			[]byte(`[{"op": "add", "path":"/metadata/annotations", "value":{"`+clusterctlv1.DeleteForMoveAnnotation+`":""}}]`))
+		g.Expect(c.Patch(ctx, machine, movePatch)).To(Succeed(), "clusterctl move's patch")
+		machine.Annotations[infrav1.ConsumerIDAnnotation] = string(machine.UID)
+		machine.Annotations[infrav1.HostAnnotation] = "pool/does-not-exist"
+		err = c.Update(ctx, machine)
+		g.Expect(err).To(HaveOccurred(), "records do not come back on an object clusterctl move is deleting")
+		g.Expect(err.Error()).To(ContainSubstring(clusterctlv1.DeleteForMoveAnnotation))
 	})
 }

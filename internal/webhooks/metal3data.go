@@ -89,7 +89,7 @@ func (*Metal3Data) ValidateCreate(_ context.Context, d *infrav1.Metal3Data) (adm
 // was rendered and which index is taken.
 func (*Metal3Data) ValidateUpdate(_ context.Context, oldData, newData *infrav1.Metal3Data) (admission.Warnings, error) {
 	path := field.NewPath("spec")
-	errs := validateConsumerIDUnchanged(oldData.Annotations, newData.Annotations)
+	errs := validatePoolRecords(oldData, newData)
 	if oldData.Spec.Index != newData.Spec.Index {
 		errs = append(errs, field.Forbidden(path.Child("index"), "is immutable"))
 	}

@@ -189,6 +189,10 @@ func TestMetal3DataValidateUpdate(t *testing.T) {
 		{name: "consumer ID set for the first time", mutate: consumerID("6f1c")},
 		{name: "consumer ID kept", old: consumerID("6f1c"), mutate: consumerID("6f1c")},
 		{
+			name: "consumer ID first set to another object's", mutate: consumerID("9a2e"),
+			wantFields: []string{"metadata.annotations[" + infrav1.ConsumerIDAnnotation + "]"},
+		},
+		{
 			name: "consumer ID changed", old: consumerID("6f1c"), mutate: consumerID("9a2e"),
 			wantFields: []string{"metadata.annotations[" + infrav1.ConsumerIDAnnotation + "]"},
 		},
@@ -236,6 +240,7 @@ func TestMetal3DataValidateUpdate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			oldD, newD := validData(), validData()
+			oldD.UID, newD.UID = "6f1c", "6f1c"
 			if tc.old != nil {
 				tc.old(oldD)
 				tc.old(newD)

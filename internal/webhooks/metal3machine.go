@@ -102,8 +102,9 @@ func (*Metal3Machine) ValidateCreate(_ context.Context, m *infrav1.Metal3Machine
 	return nil, toAPIError(groupKind("Metal3Machine"), m.Name, errs)
 }
 
-// ValidateUpdate validates a change. Once a host is associated, identityRef
-// is frozen, its kind as much as its name and context (an unset kind and
+// ValidateUpdate validates a change. The records of the machine's consumer
+// ID and of its host or claim never change once set (validatePoolRecords).
+// Once a host is associated, identityRef is frozen, its kind as much as its name and context (an unset kind and
 // Secret are the same): a different identity could not find the host again
 // (invariant: a machine never silently loses or changes its host). The
 // Metal3Cluster's identityRef stays mutable, which is how machines follow a
@@ -111,7 +112,7 @@ func (*Metal3Machine) ValidateCreate(_ context.Context, m *infrav1.Metal3Machine
 func (*Metal3Machine) ValidateUpdate(_ context.Context, oldMachine, newMachine *infrav1.Metal3Machine) (admission.Warnings, error) {
 	path := field.NewPath("spec")
 	errs := validateMetal3MachineSpec(&newMachine.Spec, newMachine.Namespace, path)
-	errs = append(errs, validateConsumerIDUnchanged(oldMachine.Annotations, newMachine.Annotations)...)
+	errs = append(errs, validatePoolRecords(oldMachine, newMachine, infrav1.HostAnnotation, infrav1.HostClaimAnnotation)...)
 	host := oldMachine.Annotations[infrav1.HostAnnotation]
 	if claim := oldMachine.Annotations[infrav1.HostClaimAnnotation]; host == "" && claim != "" {
 		host = "claim " + claim

@@ -515,7 +515,22 @@ func TestMetal3MachineValidateUpdate(t *testing.T) {
 			m.Annotations[infrav1.ConsumerIDAnnotation] = id
 		}
 	}
-	const consumerIDField = "metadata.annotations[" + infrav1.ConsumerIDAnnotation + "]"
+	const (
+		consumerIDField = "metadata.annotations[" + infrav1.ConsumerIDAnnotation + "]"
+		hostField       = "metadata.annotations[" + infrav1.HostAnnotation + "]"
+		claimField      = "metadata.annotations[" + infrav1.HostClaimAnnotation + "]"
+	)
+	withAnnotation := func(key, value string) func(*infrav1.Metal3Machine) {
+		return func(m *infrav1.Metal3Machine) {
+			if m.Annotations == nil {
+				m.Annotations = map[string]string{}
+			}
+			m.Annotations[key] = value
+		}
+	}
+	moveDeletion := func(m *infrav1.Metal3Machine) {
+		m.Annotations = map[string]string{clusterctlv1.DeleteForMoveAnnotation: ""}
+	}
 
 	tests := []struct {
 		name       string
@@ -542,9 +557,7 @@ func TestMetal3MachineValidateUpdate(t *testing.T) {
 			// clusterctl move's JSON patch before it deletes the source.
 			name: "annotations replaced by clusterctl move's delete-for-move",
 			old:  both(associated, consumerID("6f1c")),
-			new: func(m *infrav1.Metal3Machine) {
-				m.Annotations = map[string]string{clusterctlv1.DeleteForMoveAnnotation: ""}
-			},
+			new:  moveDeletion,
 		},
 		{
 			name:       "identityRef changed while associated",
@@ -576,7 +589,46 @@ func TestMetal3MachineValidateUpdate(t *testing.T) {
 			name:       "identityRef changed while the annotation is being removed",
 			old:        both(associated, withIdentity("pool-east-kubeconfig")),
 			new:        withIdentity("pool-west-kubeconfig"),
-			wantFields: []string{"spec.identityRef"},
+			wantFields: []string{"spec.identityRef", hostField},
+		},
+		// The attack: point the machine's record at a host that does not
+		// exist, so that deleting the machine would leave its real host
+		// provisioned with its data; or take another consumer's ID.
+		{
+			name:       "host record rewritten to another host",
+			old:        both(associated, consumerID("6f1c")),
+			new:        both(associated, consumerID("6f1c"), withAnnotation(infrav1.HostAnnotation, "tenant-a/does-not-exist")),
+			wantFields: []string{hostField},
+		},
+		{
+			name:       "host record removed",
+			old:        both(associated, consumerID("6f1c")),
+			new:        consumerID("6f1c"),
+			wantFields: []string{hostField},
+		},
+		{
+			name:       "HostClaim record rewritten",
+			old:        withAnnotation(infrav1.HostClaimAnnotation, "tenant-a/worker-3-1a2b3c4d5e"),
+			new:        withAnnotation(infrav1.HostClaimAnnotation, "tenant-a/other"),
+			wantFields: []string{claimField},
+		},
+		{
+			name:       "consumer ID first set to another object's",
+			old:        none,
+			new:        consumerID("9a2e"),
+			wantFields: []string{consumerIDField},
+		},
+		{
+			name:       "delete-for-move added beside a changed consumer ID: not clusterctl move's shape",
+			old:        both(associated, consumerID("6f1c")),
+			new:        both(associated, consumerID("9a2e"), withAnnotation(clusterctlv1.DeleteForMoveAnnotation, "")),
+			wantFields: []string{consumerIDField},
+		},
+		{
+			name:       "records set again after clusterctl move's delete-for-move",
+			old:        moveDeletion,
+			new:        both(moveDeletion, withAnnotation(infrav1.HostAnnotation, host), consumerID("6f1c")),
+			wantFields: []string{consumerIDField, hostField},
 		},
 		{
 			name: "identityRef changed while not associated",
@@ -605,6 +657,7 @@ func TestMetal3MachineValidateUpdate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			oldM, newM := validMetal3Machine(), validMetal3Machine()
+			oldM.UID, newM.UID = "6f1c", "6f1c"
 			tc.old(oldM)
 			tc.new(newM)
 			_, err := (&Metal3Machine{}).ValidateUpdate(context.Background(), oldM, newM)
