@@ -97,7 +97,7 @@ func TestReleaseTrustsThePool(t *testing.T) {
 		g.Expect(host.Status.Provisioning.State).To(Equal(bmov1alpha1.StateAvailable), "after the Bare Metal Operator deprovisioned it")
 		err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(first), &infrav1.Metal3Machine{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "and the machine is gone")
-	}).WithTimeout(2*time.Minute).WithPolling(200*time.Millisecond).Should(Succeed())
+	}).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 	g.Expect(deprovisionedWith).NotTo(BeEmpty(), "the host went through deprovisioning")
 	g.Expect(deprovisionedWith).To(HaveEach(bmov1alpha1.CleaningModeMetadata), "deprovisioned with the pool's cleaning mode")
 	g.Expect(host.Spec.AutomatedCleaningMode).To(Equal(bmov1alpha1.CleaningModeMetadata), "the pool's cleaning mode is back")

@@ -287,7 +287,7 @@ func TestWorkloadServerAnswersAreNotShown(t *testing.T) {
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: console.Certificate().Raw})
 	m3c, m3m := provisionedMachine(t, mgmt.Client, ns, "console", tenantKubeconfig(console.URL, ca, "{token: tenant-token}"))
 	for _, obj := range []client.Object{m3m, m3c} {
-		g.Eventually(workloadConditionOf(mgmt.Client, obj)).WithTimeout(30*time.Second).Should(And(
+		g.Eventually(workloadConditionOf(mgmt.Client, obj)).WithTimeout(30 * time.Second).Should(And(
 			HavePrefix("False/"+infrav1.IdentityNotAnAPIServerReason+": "), ContainSubstring("HTTP 200")))
 	}
 	g.Consistently(hits.Load).WithTimeout(3*time.Second).Should(Equal(int64(1)),
