@@ -39,6 +39,7 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/render"
 )
 
@@ -86,10 +87,15 @@ type DataManager struct {
 	HostNameIPClaims bool
 }
 
+// input is what the template renders from. The host is the tenant's view of
+// it (hostclaim.TenantView) in either host mode: a template's fromLabels or
+// fromAnnotations would otherwise copy the BMC address or credentials name
+// (BMO's status annotation, kubectl's last applied configuration) into the
+// metadata the tenant's node boots with.
 func (m *DataManager) input() render.Input {
 	return render.Input{
 		Template: &m.Template.Spec, Index: m.Data.Spec.Index, Namespace: m.Data.Namespace,
-		Machine: m.Machine, Metal3Machine: m.Metal3Machine, Host: m.Host.BareMetalHost,
+		Machine: m.Machine, Metal3Machine: m.Metal3Machine, Host: hostclaim.TenantView(m.Host.BareMetalHost),
 	}
 }
 

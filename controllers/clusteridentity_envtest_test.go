@@ -240,6 +240,48 @@ func TestClusterIdentityRefusesNamespace(t *testing.T) {
 	}).WithTimeout(3 * time.Second).Should(Succeed())
 }
 
+// TestClusterIdentityRefusesHostMode plays a tenant handed an identity its
+// admin meant for HostClaim mode (allowedHostModes: [HostClaim]), which
+// sets hostMode: BareMetalHost to read the pool's hosts, and their BMC
+// addresses, wherever the kubeconfig's Role would allow. It is refused
+// with HostModeNotAllowed and an Event, and nothing connects to the pool;
+// the admin allowing the mode lets it through.
+func TestClusterIdentityRefusesHostMode(t *testing.T) {
+	g := NewWithT(t)
+	tenant, provider, poolNS := testNamespace(t, "ci-mode"), testNamespace(t, "ci-mode-capm3"), testNamespace(t, "ci-mode-pool")
+	mgmt := managementCluster(t, testScheme(t), withHosts)
+	pool := poolCluster(t, testScheme(t), 1)
+	mgmt.GrantInNamespace(t, tenant, "nobody")
+	secret := adminSecret(t, mgmt, pool, provider, poolNS)
+	name := clusterIdentity(t, mgmt.Client, "ci-claims", secret, &infrav1.AllowedNamespaces{List: []string{tenant}})
+	ci := &infrav1.Metal3ClusterIdentity{}
+	g.Expect(mgmt.Client.Get(context.Background(), client.ObjectKey{Name: name}, ci)).To(Succeed())
+	update(t, mgmt.Client, ci, func() { ci.Spec.AllowedHostModes = []infrav1.HostMode{infrav1.HostModeHostClaim} })
+	availableHosts(t, pool.Client, poolNS, "host", 1)
+	identities := startWithProviderNamespace(t, mgmt, provider)
+
+	wc := workloadCluster{namespace: tenant, name: "cluster-a", identityRef: clusterIdentityRef(name), hostMode: infrav1.HostModeBareMetalHost}
+	wc.create(t, mgmt.Client)
+	wc.machine(t, mgmt.Client, "worker-0", nil)
+	m3c := &infrav1.Metal3Cluster{ObjectMeta: metav1ObjectMeta(tenant, "cluster-a")}
+	g.Eventually(identityConditionOf(mgmt.Client, m3c)).WithTimeout(30 * time.Second).Should(And(
+		HavePrefix("False/"+infrav1.IdentityHostModeNotAllowedReason+": "), ContainSubstrings("host mode BareMetalHost", "allowedHostModes")))
+	g.Eventually(func(g Gomega) map[string]int {
+		return identityEvents(g, mgmt.Client, tenant, "Metal3Cluster")
+	}).WithTimeout(30*time.Second).Should(HaveKey("Identity"+infrav1.IdentityHostModeNotAllowedReason), "the refusal is told as an Event")
+	g.Consistently(func(g Gomega) {
+		g.Expect(consumedHosts(g, pool.Client, poolNS)).To(BeEmpty(), "no host is read or claimed")
+		g.Expect(identities.ConnectedKeys()).To(BeEmpty(), "nothing connects to the pool")
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+
+	update(t, mgmt.Client, ci, func() {
+		ci.Spec.AllowedHostModes = []infrav1.HostMode{infrav1.HostModeHostClaim, infrav1.HostModeBareMetalHost}
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(consumedHosts(g, pool.Client, poolNS)).To(HaveLen(1))
+	}).WithTimeout(30*time.Second).Should(Succeed(), "allowed by its admin, the mode works")
+}
+
 // TestClusterIdentityFollowsNamespaceLabels: admission by label selector
 // follows the namespace's labels. Unlabelled, the namespace is refused;
 // labelled, its machine is provisioned through the identity; unlabelled

@@ -137,7 +137,20 @@ func TestDataRenderedNextToHost(t *testing.T) {
 		ObjectMeta: metav1ObjectMeta(nsTenantA, "pool-a-kubeconfig"),
 		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, nsTenantA, nsPoolA, nsPoolA)},
 	})).To(Succeed())
-	availableHosts(t, pool.Client, nsPoolA, "host", 3)
+	availableHosts(t, pool.Client, nsPoolA, "host", 5)
+	// The pool admin's hosts carry their BMC in places a template could
+	// read: kubectl's last applied configuration, and a label naming the
+	// credentials Secret.
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	g.Expect(pool.Client.List(ctx, hosts, client.InNamespace(nsPoolA))).To(Succeed())
+	for i := range hosts.Items {
+		h := &hosts.Items[i]
+		update(t, pool.Client, h, func() {
+			h.Spec.BMC = bmov1alpha1.BMCDetails{Address: "ipmi://10.9.9.9:623", CredentialsName: h.Name + "-bmc-secret"}
+			h.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"spec":{"bmc":{"address":"ipmi://10.9.9.9:623"}}}`}
+			h.Labels = map[string]string{"example.com/bmc-credentials": h.Name + "-bmc-secret"}
+		})
+	}
 	cluster := workloadCluster{namespace: nsTenantA, name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-a-kubeconfig"}}
 	cluster.create(t, mgmt.Client)
 	createIPPool(t, mgmt.Client, nsTenantA, capiPool, "192.168.111.50", "192.168.111.60", "192.168.111.1")
@@ -241,17 +254,36 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	// Not renderable, for the template or for the IP address manager: the
 	// condition names the field, on the data and its claim; nothing is
 	// written next to the host.
+	//
+	// The last two are a tenant's template reading its host's BMC address
+	// and credentials through fromAnnotations and fromLabels, to find it in
+	// the metadata its node boots with: a template reads the host as the
+	// tenant may see it, without them.
+	readBMCAnnotation := func(md *infrav1.MetaData) {
+		md.FromAnnotations = []infrav1.MetaDataFromAnnotation{{Key: "bmc", Object: infrav1.DataSourceObjectBareMetalHost,
+			Annotation: "kubectl.kubernetes.io/last-applied-configuration"}}
+	}
+	readBMCLabel := func(md *infrav1.MetaData) {
+		md.FromLabels = []infrav1.MetaDataFromLabel{{Key: "bmc", Object: infrav1.DataSourceObjectBareMetalHost, Label: "example.com/bmc-credentials"}}
+	}
 	failures := []struct {
 		machine, template, hostInterface string
 		pool                             ipPool
+		adjust                           func(*infrav1.MetaData)
 		field, cause                     string
 	}{
-		{"worker-1", "broken", "eth9", capiPool, "spec.metaData.fromHostInterfaces[0]", "eth9"},
-		{"worker-2", "exhausted", "eth1", ipPool{apiGroup: "ipam.metal3.io", kind: "IPPool", name: "tiny"},
+		{"worker-1", "broken", "eth9", capiPool, nil, "spec.metaData.fromHostInterfaces[0]", "eth9"},
+		{"worker-2", "exhausted", "eth1", ipPool{apiGroup: "ipam.metal3.io", kind: "IPPool", name: "tiny"}, nil,
 			"spec.metaData.ipAddressesFromIPPool[0]", "Exhausted"},
+		{"worker-3", "bmc-annotation", "eth1", capiPool, readBMCAnnotation, "spec.metaData.fromAnnotations[0]", "has no such annotation"},
+		{"worker-4", "bmc-label", "eth1", capiPool, readBMCLabel, "spec.metaData.fromLabels[0]", "has no such label"},
 	}
 	for _, failure := range failures {
-		g.Expect(mgmt.Client.Create(ctx, dataTemplate(nsTenantA, failure.template, failure.hostInterface, failure.pool))).To(Succeed())
+		template := dataTemplate(nsTenantA, failure.template, failure.hostInterface, failure.pool)
+		if failure.adjust != nil {
+			failure.adjust(template.Spec.MetaData)
+		}
+		g.Expect(mgmt.Client.Create(ctx, template)).To(Succeed())
 		// These machines claim their data themselves, from spec.dataTemplate.
 		m3m := cluster.machine(t, mgmt.Client, failure.machine, func(m3m *infrav1.Metal3Machine) {
 			m3m.Spec.DataTemplate = &corev1.ObjectReference{Name: failure.template}
@@ -287,4 +319,6 @@ func TestDataRenderedNextToHost(t *testing.T) {
 		g.Expect(hostSecrets(g, pool.Client, nsPoolA, failed)).To(BeEmpty(), "%s: nothing is written next to the host", failure.template)
 		g.Expect(failed.Status.MetaData).To(BeNil())
 	}
+	g.Expect(tenantView(t, mgmt.Client, nsTenantA)).NotTo(Or(ContainSubstring("10.9.9.9"), ContainSubstring("-bmc-secret")),
+		"nothing the tenant reads names the hosts' BMCs")
 }

@@ -33,6 +33,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 )
 
@@ -129,7 +130,9 @@ func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineS
 			return ctrl.Result{}, nodeLink{}, fmt.Errorf("node %s has providerID %q, not %q", node.Name, node.Spec.ProviderID, providerID)
 		}
 	}
-	labelsChanged := workload.SyncLabels(node, host.BareMetalHost.Labels, prefixes)
+	// The tenant's view of the host: no label quoting its BMC reaches the
+	// Node, whatever prefixes the tenant's Metal3Cluster names.
+	labelsChanged := workload.SyncLabels(node, hostclaim.TenantLabels(host.BareMetalHost), prefixes)
 	if node.Spec.ProviderID != before.Spec.ProviderID || labelsChanged {
 		if err := workloadClient.Patch(ctx, node, client.MergeFrom(before)); err != nil {
 			r.reportWorkload(ctx, s.m3m, workload.Classify(clusterKey, err))

@@ -90,6 +90,14 @@ const (
 	HostModeHostClaim HostMode = "HostClaim"
 )
 
+// OrDefault is m, or BareMetalHost when unset.
+func (m HostMode) OrDefault() HostMode {
+	if m == "" {
+		return HostModeBareMetalHost
+	}
+	return m
+}
+
 // IdentitySource says where the credentials in use come from.
 // +kubebuilder:validation:Enum=InCluster;Secret;Metal3ClusterIdentity
 type IdentitySource string
@@ -222,6 +230,10 @@ const (
 	// allowedNamespaces). Nothing is done with it: no host is claimed,
 	// changed or released until the namespace is admitted again.
 	IdentityNamespaceNotAllowedReason = "NamespaceNotAllowed"
+	// IdentityHostModeNotAllowedReason: the Metal3ClusterIdentity named by
+	// identityRef may not be used in the object's host mode (its
+	// allowedHostModes). Nothing is done with it in that mode.
+	IdentityHostModeNotAllowedReason = "HostModeNotAllowed"
 )
 
 // Generic reasons usable by any condition.

@@ -32,6 +32,18 @@ type Metal3ClusterIdentitySpec struct {
 	// identity is unusable until its admin says who may use it.
 	// +optional
 	AllowedNamespaces *AllowedNamespaces `json:"allowedNamespaces,omitempty"`
+
+	// allowedHostModes are the host modes objects may use this identity
+	// in; empty means both, as before the field existed. The admin decides
+	// what the identity's credentials are used for, not the tenant: an
+	// identity meant for HostClaim mode lists HostClaim alone, and a tenant
+	// asking for BareMetalHost mode with it is refused (IdentityReady
+	// False, reason HostModeNotAllowed) before anything is read through it,
+	// whatever the kubeconfig's Role would allow.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	AllowedHostModes []HostMode `json:"allowedHostModes,omitempty"`
 }
 
 // KubeconfigSecretReference names a Secret holding a kubeconfig under the

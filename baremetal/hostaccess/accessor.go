@@ -64,14 +64,6 @@ var cachedKinds = map[infrav1.HostMode][]client.Object{
 	infrav1.HostModeHostClaim:     {&bmov1alpha1.HostClaim{}, &bmov1alpha1.HardwareData{}},
 }
 
-// normalMode is mode, with the default spelled out.
-func normalMode(mode infrav1.HostMode) infrav1.HostMode {
-	if mode == "" {
-		return infrav1.HostModeBareMetalHost
-	}
-	return mode
-}
-
 // accessor is one connection to the hosts of a set of credentials: its
 // clients, its namespace-scoped informer cache of hosts, and the probe
 // watching its API server, shared by every identity holding those
@@ -134,7 +126,7 @@ type modeFailure struct {
 // cache, within the connect timeout. A refusal stands for MinBackoff, so a
 // busy controller does not ask the server again at every reconcile.
 func (a *accessor) prepare(ctx context.Context, mode infrav1.HostMode) error {
-	mode = normalMode(mode)
+	mode = mode.OrDefault()
 	a.modesMu.Lock()
 	defer a.modesMu.Unlock()
 	if a.modes[mode] {

@@ -133,7 +133,7 @@ func (c *connection) failedFor(mode infrav1.HostMode, now time.Time) bool {
 // accessor first: the old credentials stop, for it, before the new start.
 func (c *IdentityCache) shareAccess(ctx context.Context, key identity.Key, mode infrav1.HostMode, secretVersion string, parsed *kubeguard.Kubeconfig, namespace string) (HostAccess, error) {
 	fingerprint := credentialFingerprint(parsed, namespace)
-	mode = normalMode(mode)
+	mode = mode.OrDefault()
 	for {
 		c.mu.Lock()
 		if c.ctx == nil {

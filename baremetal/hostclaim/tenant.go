@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -77,19 +78,23 @@ func bmcSecrets(bmc bmov1alpha1.BMCDetails) []string {
 }
 
 // Redact replaces in message the BMC address (whole, its host:port and its
-// host) and the credentials Secret's name of bmc by "<BMC>": the host's
-// error messages reach the tenant in the Healthy condition.
+// host) and the credentials Secret's name of bmc by "<BMC>", whatever their
+// case (host names are case-insensitive, and drivers and Ironic quote them
+// as they please): the host's error messages reach the tenant in the
+// Healthy condition.
 func Redact(message string, bmc bmov1alpha1.BMCDetails) string {
 	for _, s := range bmcSecrets(bmc) {
-		message = strings.ReplaceAll(message, s, redacted)
+		message = regexp.MustCompile(`(?i)`+regexp.QuoteMeta(s)).ReplaceAllLiteralString(message, redacted)
 	}
 	return message
 }
 
-// Reveals reports whether value quotes something of bmc Redact would hide.
+// Reveals reports whether value quotes something of bmc Redact would hide,
+// in any case.
 func Reveals(value string, bmc bmov1alpha1.BMCDetails) bool {
+	lower := strings.ToLower(value)
 	for _, s := range bmcSecrets(bmc) {
-		if strings.Contains(value, s) {
+		if strings.Contains(lower, strings.ToLower(s)) {
 			return true
 		}
 	}
@@ -111,6 +116,19 @@ func IsBMOKey(key string) bool {
 // lastAppliedAnnotation is where kubectl apply keeps the whole object as
 // the pool admin wrote it, BMC included.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// TenantView is host as a tenant may read it, in either host mode: what
+// data templates (fromLabels, fromAnnotations) and label sync read of a
+// host. Its labels and annotations are TenantLabels and TenantAnnotations;
+// the rest (NICs, hostname, names) is host's.
+func TenantView(host *bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
+	if host == nil {
+		return nil
+	}
+	view := host.DeepCopy()
+	view.Labels, view.Annotations = TenantLabels(host), TenantAnnotations(host)
+	return view
+}
 
 // TenantLabels are the labels of host a tenant reads on its HardwareData
 // copy: all of them, except one whose value quotes the BMC (a label

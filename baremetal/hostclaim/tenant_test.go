@@ -51,6 +51,10 @@ func TestRedact(t *testing.T) {
 		{"no route to 10.1.2.3", "no route to <BMC>"},
 		{"secret node-7-bmc-secret has no username", "secret <BMC> has no username"},
 		{"nothing to hide", "nothing to hide"},
+		// The leak: a driver quoting the address in another case than the
+		// host's spec wrote it.
+		{"REDFISH+HTTPS://10.1.2.3:8443/Redfish/V1/Systems/1 answered 500", "<BMC> answered 500"},
+		{"Secret Node-7-BMC-Secret is missing", "Secret <BMC> is missing"},
 	}
 	for _, tt := range tests {
 		if got := Redact(tt.in, bmc); got != tt.want {
@@ -85,12 +89,13 @@ func TestIsBMOKey(t *testing.T) {
 func TestTenantView(t *testing.T) {
 	h := &bmov1alpha1.BareMetalHost{}
 	h.Spec.BMC = bmov1alpha1.BMCDetails{Address: "ipmi://10.9.9.9:623", CredentialsName: "h-bmc"}
-	h.Labels = map[string]string{"rack": "r1", "bmc-secret": "h-bmc"}
+	h.Labels = map[string]string{"rack": "r1", "bmc-secret": "h-bmc", "bmc-secret-upper": "H-BMC"}
 	h.Annotations = map[string]string{
 		"baremetalhost.metal3.io/status":                   `{"bmc":"ipmi://10.9.9.9:623"}`,
 		"kubectl.kubernetes.io/last-applied-configuration": `{"spec":{}}`,
 		"example.com/owner":                                "team",
 		"example.com/note":                                 "BMC at 10.9.9.9",
+		"example.com/console":                              "IPMI://10.9.9.9:623",
 	}
 	if got, want := TenantLabels(h), map[string]string{"rack": "r1"}; !maps.Equal(got, want) {
 		t.Errorf("labels = %v, want %v", got, want)

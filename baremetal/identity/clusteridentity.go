@@ -19,6 +19,7 @@ package identity
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,8 +55,9 @@ type ClusterIdentities struct {
 // recorded earlier (in a status, or on a Metal3Data, which tenants can
 // write) proves nothing about what the identity allows now.
 //
-// When the identity is missing or does not admit the namespace, the error is
-// an *Error (IdentityNotFound, NamespaceNotAllowed) and the returned id keeps
+// When the identity is missing, does not admit the namespace or may not be
+// used in id.Mode, the error is an *Error (IdentityNotFound,
+// NamespaceNotAllowed, HostModeNotAllowed) and the returned id keeps
 // an unresolved key, which the host-access layer refuses: nothing is done
 // with the identity's credentials for that namespace.
 func (r *ClusterIdentities) Resolve(ctx context.Context, id Identity) (Identity, error) {
@@ -83,6 +85,11 @@ func (r *ClusterIdentities) Resolve(ctx context.Context, id Identity) (Identity,
 	if !admitted {
 		return id, NewError(id.Key, infrav1.IdentityNamespaceNotAllowedReason, true, nil,
 			"namespace %s is not admitted by its spec.allowedNamespaces", id.ObjectNamespace)
+	}
+	if modes := ci.Spec.AllowedHostModes; len(modes) > 0 && !slices.Contains(modes, id.Mode.OrDefault()) {
+		return id, NewError(id.Key, infrav1.IdentityHostModeNotAllowedReason, true, nil,
+			"host mode %s is not among its spec.allowedHostModes %v: set the Metal3Cluster's (or Metal3MachineTemplate's) hostMode to one of them",
+			id.Mode.OrDefault(), modes)
 	}
 	secretRef := ci.Spec.SecretRef
 	if secretRef.Namespace == "" {

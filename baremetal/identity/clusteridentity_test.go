@@ -59,6 +59,11 @@ func TestClusterIdentitiesResolve(t *testing.T) {
 		clusterIdentity("selected", "pools-admin", &infrav1.AllowedNamespaces{Selector: east}),
 		clusterIdentity("everyone", "", &infrav1.AllowedNamespaces{Selector: &metav1.LabelSelector{}}),
 		clusterIdentity("closed", "", nil),
+		func() *infrav1.Metal3ClusterIdentity {
+			ci := clusterIdentity("claims-only", "", &infrav1.AllowedNamespaces{Selector: &metav1.LabelSelector{}})
+			ci.Spec.AllowedHostModes = []infrav1.HostMode{infrav1.HostModeHostClaim}
+			return ci
+		}(),
 		clusterIdentity("broken", "", &infrav1.AllowedNamespaces{Selector: &metav1.LabelSelector{
 			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bogus"}}}}),
 	}
@@ -74,6 +79,7 @@ func TestClusterIdentitiesResolve(t *testing.T) {
 		name       string
 		key        Key
 		namespace  string
+		mode       infrav1.HostMode
 		want       Key
 		wantReason string
 		wantInMsg  []string
@@ -109,10 +115,22 @@ func TestClusterIdentitiesResolve(t *testing.T) {
 			namespace: "tenant-b", want: resolved("listed", "capm3-system")},
 		{name: "a recorded key does not lend admission", key: resolved("listed", "capm3-system"), namespace: "tenant-a",
 			want: Key{ClusterIdentity: "listed"}, wantReason: infrav1.IdentityNamespaceNotAllowedReason},
+		// The attack: a tenant given an identity meant for HostClaim mode
+		// asks for BareMetalHost mode, to read hosts and BMC addresses
+		// wherever the kubeconfig's Role allows.
+		{name: "an identity for HostClaim mode, used in it", key: Key{ClusterIdentity: "claims-only"}, namespace: "tenant-a",
+			mode: infrav1.HostModeHostClaim, want: resolved("claims-only", "capm3-system")},
+		{name: "an identity for HostClaim mode, asked for BareMetalHost mode", key: Key{ClusterIdentity: "claims-only"}, namespace: "tenant-a",
+			mode: infrav1.HostModeBareMetalHost, want: Key{ClusterIdentity: "claims-only"}, wantReason: infrav1.IdentityHostModeNotAllowedReason,
+			wantInMsg: []string{"host mode BareMetalHost", "allowedHostModes"}},
+		{name: "an identity for HostClaim mode, the default mode asked", key: Key{ClusterIdentity: "claims-only"}, namespace: "tenant-a",
+			want: Key{ClusterIdentity: "claims-only"}, wantReason: infrav1.IdentityHostModeNotAllowedReason},
+		{name: "no allowedHostModes: both", key: Key{ClusterIdentity: "everyone"}, namespace: "tenant-a",
+			mode: infrav1.HostModeHostClaim, want: resolved("everyone", "capm3-system")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolver.Resolve(context.Background(), Identity{Key: tt.key, ObjectNamespace: tt.namespace})
+			got, err := resolver.Resolve(context.Background(), Identity{Key: tt.key, ObjectNamespace: tt.namespace, Mode: tt.mode})
 			if got.Key != tt.want || got.ObjectNamespace != tt.namespace {
 				t.Errorf("resolved to %+v in %s, want %+v in %s", got.Key, got.ObjectNamespace, tt.want, tt.namespace)
 			}
