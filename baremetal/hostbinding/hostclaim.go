@@ -115,6 +115,14 @@ func claimView(claim *bmov1alpha1.HostClaim, hardware *bmov1alpha1.HardwareData)
 			view.ErrorMessage = "the host reports " + cond.Reason
 		}
 	}
+	// What the binder refuses to pass to the host (an image the pool's
+	// deploy policy forbids, a Secret it cannot copy) is the machine's to
+	// fix, and it would otherwise wait for ever: say it. A pause is not a
+	// refusal.
+	if cond := meta.FindStatusCondition(claim.Status.Conditions, bmov1alpha1.SynchronizedCondition); view.ErrorMessage == "" &&
+		cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason != bmov1alpha1.HostPausedReason {
+		view.ErrorMessage = fmt.Sprintf("the pool's binder does not pass the HostClaim to its host (%s): %s", cond.Reason, cond.Message)
+	}
 	return view
 }
 

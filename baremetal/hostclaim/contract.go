@@ -63,6 +63,17 @@ const (
 	// NamespaceNotAdmittedReason is the Associated reason of a claim that
 	// no HostDeployPolicy admits; it is given no host.
 	NamespaceNotAdmittedReason = "NamespaceNotAdmitted"
+	// ImageNotAllowedReason is the Synchronized reason of a claim whose
+	// image (or checksum) URL the pool's deploy policy refuses; its host is
+	// not given the image.
+	ImageNotAllowedReason = "ImageNotAllowed"
+	// CustomDeployNotAllowedReason is the Synchronized reason of a claim
+	// whose custom deploy method the pool's deploy policy refuses.
+	CustomDeployNotAllowedReason = "CustomDeployNotAllowed"
+	// UnhealthyMarkRefusedReason is the reason of the Event on a claim
+	// whose unhealthy mark the binder did not carry to its host: its
+	// namespace already has as many hosts marked as the pool allows.
+	UnhealthyMarkRefusedReason = "UnhealthyMarkRefused"
 )
 
 // Annotations on a HostClaim the binder acts on, and on the host it binds.
@@ -105,6 +116,11 @@ const (
 	// is bound to no claim (and kept for no node reuse) until the pool
 	// admin, having repaired it, removes the annotation from the host.
 	UnhealthyAnnotation = "capi.metal3.io/unhealthy"
+	// UnhealthyMarkedByAnnotation on a host marked unhealthy by the
+	// binder names the claim namespace whose claim asked for the mark: a
+	// namespace may have only so many hosts marked at a time, so one tenant
+	// cannot take the pool's hosts out of it.
+	UnhealthyMarkedByAnnotation = "hostclaim.metal3.io/unhealthy-marked-by"
 )
 
 // Labels the binder puts on what it writes in the host's namespace.

@@ -31,7 +31,8 @@ import (
 // A policy without hostClaimNamespaces admits nobody: a pool admin opens a
 // host namespace explicitly, never by accident. Every criterion given must
 // hold; an empty hostClaimNamespaces ({}) gives none, so it admits every
-// namespace, as the BMO API's reference implementation does.
+// namespace, as the BMO API's reference implementation does. An empty list
+// of names (names: []) is a criterion no namespace meets.
 //
 // nameMatches must match the whole namespace name (it is anchored as
 // ^(?:re)$). The API leaves this open; a partial match would let "team-a"
@@ -43,7 +44,9 @@ func PolicyAdmits(policy *bmov1alpha1.HostDeployPolicy, claimNamespace string, n
 	if constraints == nil {
 		return false, nil
 	}
-	if len(constraints.Names) > 0 && !slices.Contains(constraints.Names, claimNamespace) {
+	// names: [] lists no namespace, so it admits none, as an empty
+	// allowedNamespaces list does; only an absent list leaves names free.
+	if constraints.Names != nil && !slices.Contains(constraints.Names, claimNamespace) {
 		return false, nil
 	}
 	if constraints.NameMatches != "" {

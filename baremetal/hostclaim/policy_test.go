@@ -44,6 +44,7 @@ func TestPolicyAdmits(t *testing.T) {
 		{name: "empty criteria admit every namespace", criteria: &bmov1alpha1.HostClaimNamespaces{}, ns: "team-a", want: true},
 		{name: "names: listed", criteria: &bmov1alpha1.HostClaimNamespaces{Names: []string{"team-b", "team-a"}}, ns: "team-a", want: true},
 		{name: "names: not listed", criteria: &bmov1alpha1.HostClaimNamespaces{Names: []string{"team-b"}}, ns: "team-a"},
+		{name: "names: [] lists none, so admits none", criteria: &bmov1alpha1.HostClaimNamespaces{Names: []string{}}, ns: "team-a"},
 		{name: "nameMatches: full match", criteria: &bmov1alpha1.HostClaimNamespaces{NameMatches: "team-[a-z]"}, ns: "team-a", want: true},
 		{name: "nameMatches is anchored at the end", criteria: &bmov1alpha1.HostClaimNamespaces{NameMatches: "team-[a-z]"}, ns: "team-a-evil"},
 		{name: "nameMatches is anchored at the start", criteria: &bmov1alpha1.HostClaimNamespaces{NameMatches: "team-a"}, ns: "not-team-a"},

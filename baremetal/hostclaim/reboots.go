@@ -31,8 +31,10 @@ import (
 // (e.g. a plain "reboot.metal3.io" once the host rebooted), and putting it
 // back would reboot the host in a loop. When it goes from the claim, the
 // binder removes it from the host, and only it: an operator's own reboot
-// annotations on the host are never touched. The value is copied when the
-// annotation is mirrored, not followed afterwards.
+// annotations on the host are never touched: a claim asking for a reboot
+// annotation the host already carries does not take it over (it would
+// then remove the operator's own when the claim drops it). The value is
+// copied when the annotation is mirrored, not followed afterwards.
 func MirrorReboots(claimAnnotations, hostAnnotations map[string]string) map[string]string {
 	mirrored := MirroredReboots(hostAnnotations)
 	var keep []string
@@ -45,6 +47,9 @@ func MirrorReboots(claimAnnotations, hostAnnotations map[string]string) map[stri
 	}
 	for key, value := range claimAnnotations {
 		if !IsRebootAnnotation(key) || slices.Contains(keep, key) {
+			continue
+		}
+		if _, someoneElses := hostAnnotations[key]; someoneElses {
 			continue
 		}
 		if hostAnnotations == nil {

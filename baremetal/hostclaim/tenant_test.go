@@ -136,6 +136,21 @@ func TestMirrorReboots(t *testing.T) {
 			host:  map[string]string{key: "", RebootAnnotationPrefix + "/operator": "", MirroredRebootsAnnotation: key},
 			want:  map[string]string{RebootAnnotationPrefix + "/operator": ""},
 		},
+		// The attack: a tenant adds the key of the operator's own reboot
+		// annotation to its claim, then removes it, to have the binder
+		// remove the operator's and power the host back on.
+		{
+			name:  "the operator's own reboot of the same key is not taken over",
+			claim: map[string]string{RebootAnnotationPrefix + "/operator": `{"mode":"soft"}`},
+			host:  map[string]string{RebootAnnotationPrefix + "/operator": `{"mode":"hard"}`},
+			want:  map[string]string{RebootAnnotationPrefix + "/operator": `{"mode":"hard"}`},
+		},
+		{
+			name:  "and stays when the claim drops it",
+			claim: map[string]string{},
+			host:  map[string]string{RebootAnnotationPrefix + "/operator": `{"mode":"hard"}`},
+			want:  map[string]string{RebootAnnotationPrefix + "/operator": `{"mode":"hard"}`},
+		},
 		{
 			name:  "an edited record never removes a non-reboot annotation",
 			claim: map[string]string{},

@@ -23,6 +23,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -61,6 +62,8 @@ type options struct {
 	leaderElectionNamespace string
 	nodeReuseGrace          time.Duration
 	concurrency             int
+	deploy                  hostclaimbinder.DeployPolicy
+	maxUnhealthy            int
 	logOptions              *logs.Options
 }
 
@@ -80,6 +83,16 @@ func parseOptions(args []string) (*options, error) {
 	fs.DurationVar(&opts.nodeReuseGrace, "node-reuse-grace", hostclaimbinder.DefaultNodeReuseGrace,
 		"How long a host stays kept for a node reuse key that no claim of its namespace carries any more.")
 	fs.IntVar(&opts.concurrency, "concurrency", 4, "How many HostClaims are reconciled at once.")
+	// Claims are tenant input passed to hosts the tenants never see: what
+	// they may ask hosts to deploy is the pool admin's to decide.
+	fs.StringSliceVar(&opts.deploy.ImageSchemes, "allowed-image-schemes", hostclaimbinder.DefaultImageSchemes,
+		"URL schemes a claim's image and checksum may use (file is refused unless listed).")
+	fs.StringSliceVar(&opts.deploy.ImageHosts, "allowed-image-hosts", nil,
+		"If set, host names (or DNS suffixes) a claim's image and checksum must be served from.")
+	fs.StringSliceVar(&opts.deploy.CustomDeployMethods, "allowed-custom-deploy-methods", nil,
+		"If set, the only custom deploy methods a claim may ask for.")
+	fs.IntVar(&opts.maxUnhealthy, "max-unhealthy-hosts-per-namespace", hostclaimbinder.DefaultMaxUnhealthyHostsPerNamespace,
+		"How many hosts the claims of one namespace may have marked unhealthy at a time; 0: claims never mark hosts.")
 	logsv1.AddFlags(opts.logOptions, fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -90,6 +103,12 @@ func parseOptions(args []string) (*options, error) {
 	if opts.concurrency < 1 {
 		return nil, fmt.Errorf("--concurrency must be at least 1, not %d", opts.concurrency)
 	}
+	if opts.maxUnhealthy < 0 {
+		return nil, fmt.Errorf("--max-unhealthy-hosts-per-namespace must not be negative, not %d", opts.maxUnhealthy)
+	}
+	opts.deploy.ImageSchemes = nonEmpty(opts.deploy.ImageSchemes)
+	opts.deploy.ImageHosts = nonEmpty(opts.deploy.ImageHosts)
+	opts.deploy.CustomDeployMethods = nonEmpty(opts.deploy.CustomDeployMethods)
 	return opts, nil
 }
 
@@ -108,6 +127,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// nonEmpty drops blank entries of a list flag (an unset variable renders
+// as --flag="").
+func nonEmpty(values []string) []string {
+	var out []string
+	for _, v := range values {
+		if v = strings.TrimSpace(strings.Trim(v, `"`)); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func newScheme() (*runtime.Scheme, error) {
@@ -156,6 +187,7 @@ func run(ctx context.Context, opts *options) error {
 	}
 	binder := hostclaimbinder.NewReconciler(mgr, hostclaimbinder.Options{
 		NodeReuseGrace: opts.nodeReuseGrace, Concurrency: opts.concurrency,
+		Deploy: opts.deploy, MaxUnhealthyHostsPerNamespace: ptr.To(opts.maxUnhealthy),
 	})
 	if err := binder.SetupWithManager(ctx, mgr); err != nil {
 		return err
@@ -167,7 +199,9 @@ func run(ctx context.Context, opts *options) error {
 		return fmt.Errorf("add readyz check: %w", err)
 	}
 	ctrl.Log.WithName("setup").Info("starting the HostClaim binder",
-		"nodeReuseGrace", opts.nodeReuseGrace.String(), "concurrency", opts.concurrency)
+		"nodeReuseGrace", opts.nodeReuseGrace.String(), "concurrency", opts.concurrency,
+		"allowedImageSchemes", opts.deploy.ImageSchemes, "allowedImageHosts", opts.deploy.ImageHosts,
+		"allowedCustomDeployMethods", opts.deploy.CustomDeployMethods, "maxUnhealthyHostsPerNamespace", opts.maxUnhealthy)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}

@@ -29,9 +29,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
 // TestClaimsOfTwoTenantsAreProvisionedAndReleased follows two tenants'
@@ -241,6 +243,31 @@ func TestNamespaceNotAdmitted(t *testing.T) {
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 	host := p.boundHost(t, c, 30*time.Second)
 	g.Expect(host.Name).To(Equal("node-0"))
+}
+
+// TestEmptyNamesAdmitNone: a policy listing names: [] lists no namespace,
+// so it admits none; a pool admin who emptied the list closed the hosts.
+// Written as YAML is written: a typed client would drop the empty list.
+func TestEmptyNamesAdmitNone(t *testing.T) {
+	t.Parallel()
+	p := testPool(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := p.namespace(t, "tenant", nil)
+	poolNS := p.namespace(t, "pool", nil)
+	g.Expect(testenv.RegisterHosts(ctx, p.env.Client, poolNS, "node", 1)).To(Succeed())
+	policy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": bmov1alpha1.GroupVersion.String(), "kind": "HostDeployPolicy",
+		"metadata": map[string]any{"namespace": poolNS, "name": "nobody"},
+		"spec":     map[string]any{"hostClaimNamespaces": map[string]any{"names": []any{}}},
+	}}
+	g.Expect(p.env.Client.Create(ctx, policy)).To(Succeed())
+	c := p.claim(t, tenant, "c", "")
+	g.Eventually(func(g Gomega) {
+		associated := condition(p.getClaim(g, c), bmov1alpha1.AssociatedCondition)
+		g.Expect(associated.Reason).To(Equal(hostclaim.NamespaceNotAdmittedReason))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(p.consumers(g, poolNS)).To(BeEmpty())
 }
 
 // TestAdmissionByNamespaceLabel: a policy admitting by label admits a

@@ -53,6 +53,20 @@ type Options struct {
 	NodeReuseGrace time.Duration
 	// Concurrency is how many claims are reconciled at once.
 	Concurrency int
+	// Deploy is what claims may ask their hosts to deploy.
+	Deploy DeployPolicy
+	// MaxUnhealthyHostsPerNamespace bounds the hosts one namespace's
+	// claims may have marked unhealthy at a time (unhealthy.go); nil:
+	// DefaultMaxUnhealthyHostsPerNamespace, 0: their marks are never
+	// carried to hosts.
+	MaxUnhealthyHostsPerNamespace *int
+}
+
+func (o Options) maxUnhealthy() int {
+	if o.MaxUnhealthyHostsPerNamespace == nil {
+		return DefaultMaxUnhealthyHostsPerNamespace
+	}
+	return *o.MaxUnhealthyHostsPerNamespace
 }
 
 // Reconciler binds HostClaims to BareMetalHosts.
@@ -68,6 +82,7 @@ type Reconciler struct {
 
 	inFlight claimsInFlight
 	states   claimStates
+	marks    unhealthyMarks
 	now      func() time.Time
 }
 
@@ -107,6 +122,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return []string{string(host.Spec.ConsumerRef.UID)}
 	}); err != nil {
 		return fmt.Errorf("index hosts by consumer: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &bmov1alpha1.BareMetalHost{}, hostMarkedByIndex, markedBy); err != nil {
+		return fmt.Errorf("index hosts by who marked them unhealthy: %w", err)
 	}
 	if err := indexer.IndexField(ctx, &bmov1alpha1.HostClaim{}, claimSecretIndex, func(o client.Object) []string {
 		claim, ok := o.(*bmov1alpha1.HostClaim)

@@ -23,7 +23,9 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
 )
@@ -118,6 +120,22 @@ func TestPauseAndReboots(t *testing.T) {
 	annotations := host(g).Annotations
 	g.Expect(annotations).To(HaveKeyWithValue(bmov1alpha1.PausedAnnotation, "operator"), "the operator's pause stays")
 	g.Expect(annotations).To(HaveKey(hostclaim.RebootAnnotationPrefix+"/operator"), "the operator's reboot stays")
+
+	// The attack: the tenant asks on its claim for the operator's own
+	// reboot annotation, then drops it, to have the binder remove the
+	// operator's and power the host the operator is holding off back on.
+	const operators = hostclaim.RebootAnnotationPrefix + "/operator"
+	p.updateClaim(t, c, func(c *bmov1alpha1.HostClaim) { c.Annotations[operators] = `{"mode":"soft"}` })
+	g.Eventually(func(g Gomega) {
+		got := p.getClaim(g, c)
+		g.Expect(condition(got, bmov1alpha1.SynchronizedCondition).ObservedGeneration).To(Equal(got.Generation))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	p.updateClaim(t, c, func(c *bmov1alpha1.HostClaim) { delete(c.Annotations, operators) })
+	g.Consistently(func(g Gomega) {
+		annotations := host(g).Annotations
+		g.Expect(annotations).To(HaveKeyWithValue(operators, ""), "the operator's reboot is neither taken over nor removed")
+		g.Expect(annotations).NotTo(HaveKey(hostclaim.MirroredRebootsAnnotation))
+	}).WithTimeout(3 * time.Second).Should(Succeed())
 }
 
 // withKey gives a claim the node reuse key, asking to keep its host for it
@@ -215,4 +233,93 @@ func TestUnhealthyHostLeavesPool(t *testing.T) {
 		g.Expect(associated.Message).To(ContainSubstring("1 marked unhealthy"))
 	}).WithTimeout(20*time.Second).Should(Succeed(), "the marked host is no claim's, and the claim left waiting is told why")
 	g.Expect(p.getHost(g, poolNS, sick.Name).Spec.ConsumerRef).To(BeNil())
+}
+
+// TestUnhealthyMarksPerNamespace plays a tenant that marks every host it
+// holds unhealthy on its claims, to take them out of the pool for good:
+// the binder carries the marks of one namespace to as many hosts as the
+// pool allows (1 here), tells the claim beyond that, and that claim's host
+// goes back to the pool when released.
+func TestUnhealthyMarksPerNamespace(t *testing.T) {
+	t.Parallel()
+	p := testPool(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := p.namespace(t, "tenant", nil)
+	poolNS := p.hosts(t, 2, &bmov1alpha1.HostClaimNamespaces{Names: []string{tenant}})
+	first := p.claim(t, tenant, "first", "")
+	second := p.claim(t, tenant, "second", "")
+	firstHost, secondHost := p.boundHost(t, first, 60*time.Second), p.boundHost(t, second, 60*time.Second)
+
+	p.updateClaim(t, first, func(c *bmov1alpha1.HostClaim) { c.Annotations[hostclaim.UnhealthyAnnotation] = "" })
+	g.Eventually(func(g Gomega) {
+		g.Expect(p.getHost(g, poolNS, firstHost.Name).Annotations).To(And(
+			HaveKey(hostclaim.UnhealthyAnnotation), HaveKeyWithValue(hostclaim.UnhealthyMarkedByAnnotation, tenant)))
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the first mark is carried")
+	p.updateClaim(t, second, func(c *bmov1alpha1.HostClaim) { c.Annotations[hostclaim.UnhealthyAnnotation] = "" })
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(p.env.Client.List(ctx, events, client.InNamespace(tenant))).To(Succeed())
+		var refused []string
+		for _, e := range events.Items {
+			if e.Reason == hostclaim.UnhealthyMarkRefusedReason {
+				refused = append(refused, e.Regarding.Name)
+			}
+		}
+		g.Expect(refused).To(ConsistOf(second.Name))
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the second claim is told its mark is refused")
+	g.Expect(p.getHost(g, poolNS, secondHost.Name).Annotations).NotTo(HaveKey(hostclaim.UnhealthyAnnotation))
+
+	g.Expect(p.env.Client.Delete(ctx, second)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		h := p.getHost(g, poolNS, secondHost.Name)
+		g.Expect(h.Spec.ConsumerRef).To(BeNil())
+		g.Expect(h.Annotations).NotTo(HaveKey(hostclaim.UnhealthyAnnotation))
+	}).WithTimeout(60*time.Second).Should(Succeed(), "its host goes back to the pool")
+	third := p.claim(t, tenant, "third", "")
+	g.Expect(p.boundHost(t, third, 60*time.Second).Name).To(Equal(secondHost.Name), "and serves the next claim")
+}
+
+// TestDeployPolicy plays a tenant whose claim asks its host to deploy an
+// image from a file of the pool's own machines, or a custom deploy method
+// the pool admin did not allow: the binder refuses it, says so on the
+// claim, and gives the host nothing to deploy.
+func TestDeployPolicy(t *testing.T) {
+	t.Parallel()
+	p := testPool(t)
+	tenant := p.namespace(t, "tenant", nil)
+	poolNS := p.hosts(t, 3, &bmov1alpha1.HostClaimNamespaces{Names: []string{tenant}})
+	tests := []struct {
+		name       string
+		mutate     func(*bmov1alpha1.HostClaim)
+		wantReason string
+		wantIn     string
+	}{
+		{name: "file-image", mutate: func(c *bmov1alpha1.HostClaim) {
+			c.Spec.Image = &bmov1alpha1.Image{URL: "file:///var/lib/ironic/images/other-tenant.qcow2", Checksum: testImage.Checksum,
+				ChecksumType: bmov1alpha1.SHA256}
+		}, wantReason: hostclaim.ImageNotAllowedReason, wantIn: `scheme "file"`},
+		{name: "file-checksum", mutate: func(c *bmov1alpha1.HostClaim) {
+			c.Spec.Image = &bmov1alpha1.Image{URL: testImage.URL, Checksum: "file:///etc/shadow"}
+		}, wantReason: hostclaim.ImageNotAllowedReason, wantIn: "spec.image.checksum"},
+		{name: "custom-deploy", mutate: func(c *bmov1alpha1.HostClaim) {
+			c.Spec.CustomDeploy = &bmov1alpha1.CustomDeploy{Method: "flash_bmc_firmware"}
+		}, wantReason: hostclaim.CustomDeployNotAllowedReason, wantIn: "flash_bmc_firmware"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := p.claim(t, tenant, tt.name, "", tt.mutate)
+			host := p.boundHost(t, c, 60*time.Second)
+			g.Eventually(func(g Gomega) {
+				synced := condition(p.getClaim(g, c), bmov1alpha1.SynchronizedCondition)
+				g.Expect(synced.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(synced.Reason).To(Equal(tt.wantReason))
+				g.Expect(synced.Message).To(ContainSubstring(tt.wantIn))
+			}).WithTimeout(20 * time.Second).Should(Succeed())
+			h := p.getHost(g, poolNS, host.Name)
+			g.Expect(h.Spec.Image).To(BeNil(), "the host is given nothing to deploy")
+			g.Expect(h.Spec.CustomDeploy).To(BeNil())
+		})
+	}
 }

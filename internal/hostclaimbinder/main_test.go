@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -58,6 +59,10 @@ var (
 // nodeReuseGrace is the binder's grace in these tests: short, so that the
 // end of a reservation is seen.
 const nodeReuseGrace = 3 * time.Second
+
+// maxUnhealthyHosts is how many hosts one namespace's claims may have
+// marked unhealthy in these tests.
+const maxUnhealthyHosts = 1
 
 // The binder's identity: the ServiceAccount of config/hostclaim-binder.
 const binderUser = "system:serviceaccount:hostclaim-binder-system:hostclaim-binder"
@@ -115,7 +120,9 @@ func startPool(t testenv.T) *pool {
 	}
 	metricsAddr := testenv.FreeLoopbackAddr(t)
 	binder := env.StartHostClaimBinderAs(t, path, "--metrics-bind-address="+metricsAddr,
-		"--node-reuse-grace="+nodeReuseGrace.String(), "--v=2")
+		"--node-reuse-grace="+nodeReuseGrace.String(), "--v=2",
+		"--max-unhealthy-hosts-per-namespace="+strconv.Itoa(maxUnhealthyHosts),
+		"--allowed-custom-deploy-methods=install_coreos")
 	return &pool{env: env, binder: binder, metricsAddr: metricsAddr}
 }
 

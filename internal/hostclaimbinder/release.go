@@ -86,6 +86,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, claim *bmov1alpha1.Hos
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
 	r.states.forget(client.ObjectKeyFromObject(claim))
+	r.marks.forget(claim.UID)
 	log.Info("claim cleaned up")
 	return nil
 }
@@ -104,7 +105,9 @@ func (r *Reconciler) release(ctx context.Context, claim *bmov1alpha1.HostClaim, 
 	}
 	if hasProvisioningSpec(host) {
 		updated := host.DeepCopy()
-		markUnhealthy(claim, updated)
+		if _, err := r.markUnhealthy(ctx, claim, updated); err != nil {
+			return false, err
+		}
 		updated.Spec.Image, updated.Spec.CustomDeploy = nil, nil
 		updated.Spec.UserData, updated.Spec.MetaData, updated.Spec.NetworkData = nil, nil, nil
 		updated.Spec.Online = false
@@ -131,7 +134,10 @@ func (r *Reconciler) release(ctx context.Context, claim *bmov1alpha1.HostClaim, 
 	}
 	updated := host.DeepCopy()
 	updated.Spec.ConsumerRef = nil
-	markUnhealthy(claim, updated)
+	unhealthy, err := r.markUnhealthy(ctx, claim, updated)
+	if err != nil {
+		return false, err
+	}
 	if updated.Annotations[hostclaim.PausedAnnotation] == hostclaim.PausedByBinder {
 		delete(updated.Annotations, hostclaim.PausedAnnotation)
 	}

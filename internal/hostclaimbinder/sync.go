@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -85,42 +86,46 @@ func (r *Reconciler) syncHost(ctx context.Context, claim *bmov1alpha1.HostClaim,
 	if updated.Annotations[hostclaim.PausedAnnotation] == hostclaim.PausedByBinder {
 		delete(updated.Annotations, hostclaim.PausedAnnotation)
 	}
-	copies, err := r.syncSecrets(ctx, claim, host)
-	var failure *syncFailure
-	switch {
-	case errors.As(err, &failure):
-		setCondition(claim, bmov1alpha1.SynchronizedCondition, metav1.ConditionFalse, failure.reason, failure.message)
-	case err != nil:
-		return nil, err
-	default:
-		updated.Spec.Image = claim.Spec.Image.DeepCopy()
-		updated.Spec.CustomDeploy = claim.Spec.CustomDeploy.DeepCopy()
-		updated.Spec.Online = claim.Spec.PoweredOn
-		updated.Spec.UserData = copies[hostclaim.UserDataPurpose]
-		updated.Spec.MetaData = copies[hostclaim.MetaDataPurpose]
-		updated.Spec.NetworkData = copies[hostclaim.NetworkDataPurpose]
-		setCondition(claim, bmov1alpha1.SynchronizedCondition, metav1.ConditionTrue, bmov1alpha1.ConfigurationSyncedReason,
-			"the host has the claim's image, data and power")
+	// What the pool's deploy policy refuses never reaches the host; nor
+	// does a claim whose Secrets cannot be copied: the host is left to
+	// provision what it had (never provisioned without the tenant's data).
+	failure := r.Options.Deploy.check(claim)
+	if failure == nil {
+		copies, err := r.syncSecrets(ctx, claim, host)
+		switch {
+		case errors.As(err, &failure):
+		case err != nil:
+			return nil, err
+		default:
+			updated.Spec.Image = claim.Spec.Image.DeepCopy()
+			updated.Spec.CustomDeploy = claim.Spec.CustomDeploy.DeepCopy()
+			updated.Spec.Online = claim.Spec.PoweredOn
+			updated.Spec.UserData = copies[hostclaim.UserDataPurpose]
+			updated.Spec.MetaData = copies[hostclaim.MetaDataPurpose]
+			updated.Spec.NetworkData = copies[hostclaim.NetworkDataPurpose]
+			setCondition(claim, bmov1alpha1.SynchronizedCondition, metav1.ConditionTrue, bmov1alpha1.ConfigurationSyncedReason,
+				"the host has the claim's image, data and power")
+		}
+	}
+	if failure != nil {
+		r.refuse(ctx, claim, failure)
 	}
 	updated.Annotations = hostclaim.MirrorReboots(claim.Annotations, updated.Annotations)
-	markUnhealthy(claim, updated)
+	if _, err := r.markUnhealthy(ctx, claim, updated); err != nil {
+		return nil, err
+	}
 	return r.patchHost(ctx, host, updated)
 }
 
-// markUnhealthy carries the claim's unhealthy mark to host, which then
-// takes no claim once released. The binder never removes it: the pool
-// admin does, having repaired the host.
-func markUnhealthy(claim *bmov1alpha1.HostClaim, host *bmov1alpha1.BareMetalHost) {
-	if _, unhealthy := claim.Annotations[hostclaim.UnhealthyAnnotation]; !unhealthy {
-		return
+// refuse reports in the claim's Synchronized condition what of it is not
+// passed to its host, with an Event when that changes.
+func (r *Reconciler) refuse(ctx context.Context, claim *bmov1alpha1.HostClaim, failure *syncFailure) {
+	previous := meta.FindStatusCondition(claim.Status.Conditions, bmov1alpha1.SynchronizedCondition)
+	setCondition(claim, bmov1alpha1.SynchronizedCondition, metav1.ConditionFalse, failure.reason, failure.message)
+	if previous == nil || previous.Reason != failure.reason || previous.Message != failure.message {
+		ctrl.LoggerFrom(ctx).Info("the claim is not synchronized to its host", "reason", failure.reason, "why", failure.message)
+		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, failure.reason, "Sync", "%s", failure.message)
 	}
-	if _, marked := host.Annotations[hostclaim.UnhealthyAnnotation]; marked {
-		return
-	}
-	if host.Annotations == nil {
-		host.Annotations = map[string]string{}
-	}
-	host.Annotations[hostclaim.UnhealthyAnnotation] = ""
 }
 
 // patchHost sends the difference between host and updated, guarded by the
