@@ -70,7 +70,9 @@ type options struct {
 	restConfigBurst int
 
 	concurrency controllers.Concurrency
-	remote      remoteOptions
+	// reconcileTimeout bounds one reconcile of any controller.
+	reconcileTimeout time.Duration
+	remote           remoteOptions
 	// workloadPolicy says which API servers workload clusters' kubeconfigs
 	// may send the provider to.
 	workloadPolicy serverPolicyFlags
@@ -91,6 +93,8 @@ type remoteOptions struct {
 	failureThreshold int
 	connectTimeout   time.Duration
 	maxResponseBytes int64
+	maxCachedObjects int
+	maxCachedBytes   int64
 	qps              float32
 	burst            int
 	// maxRequestsInFlight bounds the requests in flight to one connection.
@@ -220,6 +224,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		fs.IntVar(c.value, c.flag, c.def, "Number of "+c.kinds+" reconciled in parallel.")
 	}
 
+	fs.DurationVar(&o.reconcileTimeout, "reconcile-timeout", controllers.DefaultReconcileTimeout,
+		"Longest one reconcile of any object may take, whatever the servers it talks to do; its status is still written after.")
+
 	fs.DurationVar(&o.remote.probeInterval, "remote-probe-interval", 10*time.Second,
 		"How often the API server of each identity with a kubeconfig is probed.")
 	fs.DurationVar(&o.remote.probeTimeout, "remote-probe-timeout", 5*time.Second,
@@ -228,6 +235,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Consecutive failed probes after which an identity is reported Unreachable and disconnected.")
 	fs.DurationVar(&o.remote.connectTimeout, "remote-connect-timeout", 15*time.Second,
 		"How long connecting to an identity's API server may take, and any single request to it but watches.")
+	fs.IntVar(&o.remote.maxCachedObjects, "remote-max-cached-objects", hostaccess.DefaultMaxCachedObjects,
+		"Most objects the provider caches for one pool's API server, per set of credentials; over it the connection is dropped (LimitExceeded) and retried after backoff.")
+	fs.Int64Var(&o.remote.maxCachedBytes, "remote-max-cached-bytes", hostaccess.DefaultMaxCachedBytes,
+		"Most bytes (as JSON) the provider caches for one pool's API server, per set of credentials; over it the connection is dropped (LimitExceeded) and retried after backoff.")
 	fs.Int64Var(&o.remote.maxResponseBytes, "remote-max-response-bytes", hostaccess.DefaultMaxResponseBytes,
 		"Largest response body read from an identity's API server (for a watch: per connection, then reopened).")
 	fs.Float32Var(&o.remote.qps, "remote-client-qps", 20,
@@ -271,6 +282,12 @@ func (o *options) validate() error {
 	}
 	if o.remote.connectTimeout <= 0 || o.remote.maxResponseBytes <= 0 {
 		return fmt.Errorf("--remote-connect-timeout and --remote-max-response-bytes must be positive")
+	}
+	if o.remote.maxCachedObjects <= 0 || o.remote.maxCachedBytes <= 0 {
+		return fmt.Errorf("--remote-max-cached-objects and --remote-max-cached-bytes must be positive")
+	}
+	if o.reconcileTimeout <= 0 {
+		return fmt.Errorf("--reconcile-timeout must be positive")
 	}
 	if _, err := o.remote.policy.serverPolicy(); err != nil {
 		return err

@@ -81,6 +81,8 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 			FailureThreshold: opts.remote.failureThreshold,
 			ConnectTimeout:   opts.remote.connectTimeout,
 			MaxResponseBytes: opts.remote.maxResponseBytes,
+			MaxCachedObjects: opts.remote.maxCachedObjects,
+			MaxCachedBytes:   opts.remote.maxCachedBytes,
 			QPS:              opts.remote.qps,
 			Burst:            opts.remote.burst,
 			UserAgent:        controllerName,
@@ -92,6 +94,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 		WatchFilterValue:  opts.watchFilterValue,
 		ProviderNamespace: opts.providerNamespace,
 		Concurrency:       opts.concurrency,
+		ReconcileTimeout:  opts.reconcileTimeout,
 		FastTrack:         opts.fastTrack,
 		HostNameIPClaims:  opts.hostNameIPClaims,
 	})

@@ -138,6 +138,10 @@ func (r *Metal3ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	statusBefore := m3c.Status.DeepCopy()
 	defer func() {
+		// The reconcile's own context may be out of time: the status
+		// is written all the same.
+		ctx, cancel := patchContext(ctx)
+		defer cancel()
 		stampLastUpdated(statusBefore, &m3c.Status, &m3c.Status.LastUpdated)
 		if err := patchHelper.Patch(ctx, m3c, patch.WithOwnedConditions{Conditions: []string{
 			infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.WorkloadClusterReachableCondition,

@@ -87,6 +87,10 @@ func (r *Metal3ClusterIdentityReconciler) Reconcile(ctx context.Context, req ctr
 		return ctrl.Result{}, err
 	}
 	defer func() {
+		// The reconcile's own context may be out of time: the status
+		// is written all the same.
+		ctx, cancel := patchContext(ctx)
+		defer cancel()
 		if err := patchHelper.Patch(ctx, ci, patch.WithOwnedConditions{Conditions: []string{infrav1.ReadyCondition}},
 			patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, err})

@@ -174,6 +174,10 @@ func (r *Metal3DataReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	}
 	defer func() {
+		// The reconcile's own context may be out of time: the status
+		// is written all the same.
+		ctx, cancel := patchContext(ctx)
+		defer cancel()
 		setBlockMove(data, dataInFlight(data))
 		if err := readiness.Set(data, readiness.Summary{
 			Conditions: []string{infrav1.Metal3DataSecretsRenderedCondition},

@@ -121,6 +121,10 @@ func (r *Metal3DataTemplateReconciler) Reconcile(ctx context.Context, req ctrl.R
 		return ctrl.Result{}, err
 	}
 	defer func() {
+		// The reconcile's own context may be out of time: the status
+		// is written all the same.
+		ctx, cancel := patchContext(ctx)
+		defer cancel()
 		if err := readiness.Set(template, readiness.Summary{
 			Conditions: []string{infrav1.Metal3DataTemplateIndexesAllocatedCondition},
 			Deleting:   !template.DeletionTimestamp.IsZero(),

@@ -200,6 +200,10 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	// paused.EnsurePausedCondition would.
 	setCondition(m3m, clusterv1.PausedCondition, metav1.ConditionFalse, clusterv1.NotPausedReason, "")
 	defer func() {
+		// The reconcile's own context may be out of time: the status
+		// is written all the same.
+		ctx, cancel := patchContext(ctx)
+		defer cancel()
 		if scope.metadataOnly {
 			// Only what was persisted ahead of everything else is patched;
 			// the status follows in the next reconcile, which this write

@@ -130,6 +130,10 @@ func (r *Metal3RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, err
 	}
 	defer func() {
+		// The reconcile's own context may be out of time: the status
+		// is written all the same.
+		ctx, cancel := patchContext(ctx)
+		defer cancel()
 		// A remediation whose finalizer went is gone by the time its
 		// status is written.
 		if err := ignoreGone(patchHelper.Patch(ctx, m3r, patch.WithOwnedConditions{Conditions: []string{

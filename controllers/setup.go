@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,6 +42,22 @@ type Concurrency struct {
 	Metal3DataTemplate    int
 	Metal3Data            int
 	Metal3Remediation     int
+}
+
+// DefaultReconcileTimeout bounds one reconcile: every request to a tenant's
+// server ends within the connect timeout (15 s), so this leaves room for a
+// reconcile's few requests to a slow server, and no more.
+const DefaultReconcileTimeout = 2 * time.Minute
+
+// patchTimeout bounds the status patch that ends a reconcile. It runs on a
+// context of its own (patchContext): a reconcile cut short by its timeout
+// still records what it did.
+const patchTimeout = 30 * time.Second
+
+// patchContext is the context of the status patch deferred by a reconcile
+// whose context is ctx: ctx's values, not its deadline or cancellation.
+func patchContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), patchTimeout)
 }
 
 // DefaultConcurrency is the manager's default, shared by its flags.
@@ -88,6 +105,9 @@ type SetupOptions struct {
 	// Metal3ClusterIdentity's secretRef without a namespace points;
 	// identity.DefaultProviderNamespace when empty.
 	ProviderNamespace string
+	// ReconcileTimeout bounds one reconcile of any controller;
+	// DefaultReconcileTimeout when zero.
+	ReconcileTimeout time.Duration
 	// Workload configures the connections to workload clusters (their
 	// Nodes); its readers, scheme and client limits are filled in from the
 	// manager and Remote.
@@ -144,9 +164,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 		return nil, fmt.Errorf("add identity cache: %w", err)
 	}
 	concurrency := opts.Concurrency.withDefaults()
+	reconcileTimeout := opts.ReconcileTimeout
+	if reconcileTimeout <= 0 {
+		reconcileTimeout = DefaultReconcileTimeout
+	}
 	options := func(workers int) controller.Options {
 		o := opts.Controller
 		o.MaxConcurrentReconciles = workers
+		// A slow tenant server cannot hold a worker for longer than this,
+		// however many requests one reconcile makes to it.
+		o.ReconciliationTimeout = reconcileTimeout
 		if o.UsePriorityQueue == nil {
 			// controller-runtime v0.24.1's priority queue can deadlock at
 			// shutdown: it blocks handing an item to a worker that already

@@ -234,6 +234,10 @@ const (
 	// identityRef may not be used in the object's host mode (its
 	// allowedHostModes). Nothing is done with it in that mode.
 	IdentityHostModeNotAllowedReason = "HostModeNotAllowed"
+	// IdentityLimitExceededReason: the identity's API server sent more
+	// than the provider caches for one set of credentials (objects or
+	// bytes); the connection was dropped and is retried after backoff.
+	IdentityLimitExceededReason = "LimitExceeded"
 )
 
 // Generic reasons usable by any condition.

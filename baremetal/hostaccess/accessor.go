@@ -84,6 +84,10 @@ type accessor struct {
 	// names the server in messages.
 	guarded *kubeguard.Client
 	owner   *IdentityCache
+	// budget bounds what the informers of cache hold (budget.go);
+	// overBudget is why it tripped, once it has.
+	budget     *cacheBudget
+	overBudget atomic.Pointer[identity.Error]
 
 	// users are the identities the accessor serves, and watches the
 	// controllers' watches started on cache, by watcher name, each
@@ -151,19 +155,43 @@ func (a *accessor) prepareLocked(ctx context.Context, mode infrav1.HostMode) err
 	if err := checkAccess(ctx, a.key, a.guarded.Server, a.direct, a.namespace, mode); err != nil {
 		return err
 	}
+	// These are the only kinds the cache holds (nothing else is read
+	// through it): each is accounted in the accessor's budget.
 	for _, kind := range cachedKinds[mode] {
-		if _, err := a.cache.GetInformer(ctx, kind); err != nil && ctx.Err() == nil {
+		informer, err := a.cache.GetInformer(ctx, kind)
+		if err != nil {
+			if ctx.Err() == nil {
+				return classify(a.key, a.guarded.Server.Display, err)
+			}
+			continue
+		}
+		if _, err := informer.AddEventHandler(a.budget.deletions()); err != nil {
 			return classify(a.key, a.guarded.Server.Display, err)
 		}
 	}
 	// The cache may not have started yet, in which case GetInformer did
 	// not wait for the listing.
-	if ctx.Err() != nil || !a.cache.WaitForCacheSync(ctx) {
+	synced := ctx.Err() == nil && a.cache.WaitForCacheSync(ctx)
+	if over := a.overBudget.Load(); over != nil {
+		return over
+	}
+	if !synced {
 		return identity.NewError(a.key, infrav1.IdentityUnreachableReason, false, nil,
 			"%s in namespace %s of %s could not be listed within %s",
 			modeKinds(mode), a.namespace, a.guarded.Server.Display, a.owner.opts.ConnectTimeout)
 	}
 	return nil
+}
+
+// tripBudget disconnects the accessor, for every identity it serves,
+// because its informers hold more than the budget allows.
+func (a *accessor) tripBudget(problem string) {
+	ie := identity.NewError(a.key, infrav1.IdentityLimitExceededReason, false, nil,
+		"namespace %s of %s holds more than the provider caches for one set of credentials, %s: disconnected, and retried in %s",
+		a.namespace, a.guarded.Server.Display, problem, a.owner.opts.MaxBackoff)
+	a.overBudget.Store(ie)
+	// disconnect stops the accessor, and so the informer calling us.
+	go a.owner.disconnect(a, ie)
 }
 
 // modeKinds names, for messages, what mode lists.
@@ -213,6 +241,10 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 	if err != nil {
 		return nil, classify(key, srv.Display, err)
 	}
+	// What the cache holds is counted against the accessor's budget as it
+	// arrives (budget.go); the accessor is made below, once connected.
+	var acc *accessor
+	budget := newCacheBudget(opts.MaxCachedObjects, opts.MaxCachedBytes, func(problem string) { acc.tripBudget(problem) })
 	hostCache, err := cache.New(cfg, cache.Options{
 		HTTPClient:        guarded.Client,
 		Scheme:            opts.Scheme,
@@ -220,8 +252,8 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
 		// Hosts keep only what the provider reads; other kinds lose their
 		// managedFields, which it never reads.
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         map[client.Object]cache.ByObject{&bmov1alpha1.BareMetalHost{}: {Transform: TransformHost()}},
+		DefaultTransform: budget.transform(cache.TransformStripManagedFields()),
+		ByObject:         map[client.Object]cache.ByObject{&bmov1alpha1.BareMetalHost{}: {Transform: budget.transform(TransformHost())}},
 	})
 	if err != nil {
 		return nil, classify(key, srv.Display, err)
@@ -236,9 +268,9 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 	}
 
 	ctx, cancel := context.WithCancel(parent)
-	acc := &accessor{
+	acc = &accessor{
 		key: key, fingerprint: fingerprint, namespace: namespace, client: cached, reader: direct, direct: direct, cache: hostCache,
-		guarded: guarded, owner: owner, cancel: cancel,
+		guarded: guarded, owner: owner, cancel: cancel, budget: budget,
 		users: map[identity.Key]bool{}, watches: map[string]*dispatch{},
 		modes: map[infrav1.HostMode]bool{}, modeFails: map[infrav1.HostMode]modeFailure{},
 	}

@@ -92,6 +92,13 @@ func startTwoClusters(t *testing.T) *twoClusters {
 // what the server sees.
 func startTwoClustersWithPool(t *testing.T, pool *testenv.Env) *twoClusters {
 	t.Helper()
+	return startTwoClustersWith(t, pool, nil)
+}
+
+// startTwoClustersWith is startTwoClustersWithPool with the cache's options
+// adjusted by adjust, if set.
+func startTwoClustersWith(t *testing.T, pool *testenv.Env, adjust func(*Options)) *twoClusters {
+	t.Helper()
 	scheme := newScheme(t)
 	mgmt := sharedMgmt.Get(t, &suite, func(s testenv.T) *testenv.Env {
 		return testenv.Start(s, testenv.Options{Scheme: scheme, CRDs: testenv.ProviderCRDs(s)})
@@ -108,14 +115,18 @@ func startTwoClustersWithPool(t *testing.T, pool *testenv.Env) *twoClusters {
 	if err := identity.Indexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		t.Fatal(err)
 	}
-	cache, err := NewIdentityCache(Options{
+	opts := Options{
 		SecretReader: mgr.GetAPIReader(), ManagementCache: mgr.GetCache(), InClusterClient: mgr.GetClient(), Scheme: scheme,
 		ProbeInterval: 500 * time.Millisecond, ProbeTimeout: 500 * time.Millisecond, FailureThreshold: 2,
 		MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second, ConnectTimeout: 5 * time.Second,
 		// envtest's API servers listen on loopback.
 		Policy: kubeguard.ServerPolicy{AllowLoopback: true},
 		Users:  []func() client.ObjectList{func() client.ObjectList { return &infrav1.Metal3MachineList{} }},
-	})
+	}
+	if adjust != nil {
+		adjust(&opts)
+	}
+	cache, err := NewIdentityCache(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

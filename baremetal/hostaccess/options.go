@@ -86,6 +86,11 @@ type Options struct {
 	// MaxRequestsInFlight bounds the requests but watches in flight to one
 	// connection's server: a slow server holds at most that many workers.
 	MaxRequestsInFlight int
+	// MaxCachedObjects and MaxCachedBytes bound what one connection's
+	// informers may hold (budget.go); over either, it is disconnected with
+	// reason LimitExceeded and retried after backoff.
+	MaxCachedObjects int
+	MaxCachedBytes   int64
 
 	// Users list the kinds whose objects use identities, each indexed by
 	// identity.UsedIndex in ManagementCache: an identity stops once none
@@ -122,6 +127,12 @@ func (o *Options) setDefaults() {
 	if o.MaxRequestsInFlight == 0 {
 		o.MaxRequestsInFlight = DefaultMaxRequestsInFlight
 	}
+	if o.MaxCachedObjects == 0 {
+		o.MaxCachedObjects = DefaultMaxCachedObjects
+	}
+	if o.MaxCachedBytes == 0 {
+		o.MaxCachedBytes = DefaultMaxCachedBytes
+	}
 	if o.ClusterIdentityReader == nil {
 		o.ClusterIdentityReader = o.ManagementCache
 	}
@@ -139,6 +150,18 @@ const DefaultMaxResponseBytes = 64 << 20
 // of reconciles rarely has more than a few at once; a slow one holds no more
 // than this many of the manager's workers.
 const DefaultMaxRequestsInFlight = 4
+
+// DefaultMaxCachedObjects and DefaultMaxCachedBytes bound what one
+// connection caches. A host as the cache keeps it (TransformHost) is under
+// 2 KiB of JSON (TestDefaultBudgetFitsLargePools): 25,000 of them, more
+// than any pool namespace we know of, take some 40 MiB, with room left in
+// 64 MiB for the larger HostClaims and HardwareData of HostClaim mode. In
+// memory, a connection at its budget costs the process about twice as
+// much (make bench-scale, "A hostile identity").
+const (
+	DefaultMaxCachedObjects = 25000
+	DefaultMaxCachedBytes   = 64 << 20
+)
 
 // clientOptions are what kubeguard bounds every identity's client by.
 func (o *Options) clientOptions() kubeguard.ClientOptions {

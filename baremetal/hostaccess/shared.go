@@ -168,10 +168,19 @@ func (c *IdentityCache) shareAccess(ctx context.Context, key identity.Key, mode 
 			return acc.hostAccess(key), nil
 		case conn != nil && conn.connecting():
 			c.mu.Unlock()
+			// Another reconcile is connecting these credentials, for at
+			// most the connect timeout: wait a little for it, not for all
+			// of it, so a slow server does not hold every worker of its
+			// users; the connection's outcome notifies them (connected).
+			wait := time.NewTimer(connectingWait)
 			select {
 			case <-conn.attempted:
+				wait.Stop()
 				continue
+			case <-wait.C:
+				return nil, fmt.Errorf("%s is being connected by another reconcile; retried", key)
 			case <-ctx.Done():
+				wait.Stop()
 				return nil, fmt.Errorf("wait for the connection of %s: %w", key, ctx.Err())
 			}
 		case conn != nil && conn.failedFor(mode, time.Now()):
@@ -192,6 +201,10 @@ func (c *IdentityCache) shareAccess(ctx context.Context, key identity.Key, mode 
 		return c.connectShared(parent, key, mode, secretVersion, parsed, namespace, fingerprint, conn, rotated)
 	}
 }
+
+// connectingWait is how long a user of credentials being connected waits
+// for the attempt before its reconcile is retried.
+const connectingWait = 2 * time.Second
 
 // connectShared makes the attempt conn stands for, on behalf of key, and
 // attaches key to the accessor it yields.
@@ -292,7 +305,13 @@ func (c *IdentityCache) disconnect(acc *accessor, err *identity.Error) {
 		c.detachLocked(key, state, ie)
 		state.lastErr = ie
 		state.failures++
-		state.retryAt = time.Now().Add(c.backoff(state.failures))
+		wait := c.backoff(state.failures)
+		if err.Reason == infrav1.IdentityLimitExceededReason {
+			// Sending more than the budget is no accident of the network:
+			// it is retried as rarely as the backoff allows.
+			wait = c.opts.MaxBackoff
+		}
+		state.retryAt = time.Now().Add(wait)
 		if retryAt.IsZero() || state.retryAt.Before(retryAt) {
 			retryAt = state.retryAt
 		}

@@ -196,6 +196,13 @@ func (p *Process) Restart() error {
 	return p.start()
 }
 
+// Pid is the process ID of the current run.
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}
+
 // Running reports whether the current run has not exited.
 func (p *Process) Running() bool {
 	p.mu.Lock()

@@ -56,11 +56,12 @@ type options struct {
 	// credentials, to compare.
 	sharedDistinct bool
 	restAtSizes    int
+	hostileWindow  time.Duration
 }
 
 func main() {
 	var o options
-	scenarios := flag.String("scenarios", "flow,association,memory,identities,shared,chaos", "Comma-separated scenarios to run.")
+	scenarios := flag.String("scenarios", "flow,association,memory,identities,shared,hostile,chaos", "Comma-separated scenarios to run.")
 	sizes := flag.String("sizes", "100,250,500,1000", "Machines per association run.")
 	flag.StringVar(&o.out, "out", "out/scale", "Where to write results.md and association.svg.")
 	flag.IntVar(&o.flowRuns, "flow-runs", 3, "Runs of the upstream-comparison flow.")
@@ -73,6 +74,7 @@ func main() {
 	flag.DurationVar(&o.rotateFor, "rotate-for", 30*time.Second, "How long one identity is rotated every 5 s.")
 	flag.IntVar(&o.sharedHosts, "shared-hosts", 100, "BareMetalHosts every identity sees in the shared scenario.")
 	flag.BoolVar(&o.sharedDistinct, "shared-distinct", true, "Also run the shared scenario with a ServiceAccount per identity, to compare.")
+	flag.DurationVar(&o.hostileWindow, "hostile-window", 3*time.Minute, "How long the hostile identity streams while the provider's memory is sampled.")
 	flag.Parse()
 	o.scenarios = map[string]bool{}
 	for _, s := range strings.Split(*scenarios, ",") {
@@ -196,6 +198,14 @@ func run(ctx context.Context, o options) error {
 			header, rows := sharedRows(same, distinct)
 			r.table(r, header, rows)
 		}
+	}
+	if o.scenarios["hostile"] {
+		progress("hostile: one identity streaming hosts for %s, another tenant provisioning 3 machines", o.hostileWindow)
+		res, err := scenario(func(t testenv.T) (hostileResult, error) { return runHostile(ctx, t, o.hostileWindow, 64<<10, 3) })
+		if err != nil {
+			failed("hostile", err)
+		}
+		report.rows("A hostile identity", res.rows())
 	}
 	if o.scenarios["chaos"] {
 		progress("chaos: %d machines, %d kills", o.chaos.Machines, o.chaos.Kills)

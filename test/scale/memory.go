@@ -17,9 +17,7 @@ limitations under the License.
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -199,22 +197,7 @@ func settledHeap() runtime.MemStats {
 }
 
 // residentSetSize is the process's VmRSS, in bytes.
-func residentSetSize() (uint64, error) {
-	file, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	defer file.Close()
-	scanner := bufio.NewScanner(file)
-	for scanner.Scan() {
-		fields := strings.Fields(scanner.Text())
-		if len(fields) == 3 && fields[0] == "VmRSS:" && fields[2] == "kB" {
-			kb, err := strconv.ParseUint(fields[1], 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmRSS in /proc/self/status")
-}
+func residentSetSize() (uint64, error) { return processRSS(os.Getpid()) }
 
 // serverWatches reads from the API server's metrics how many watches of
 // resource are open.
