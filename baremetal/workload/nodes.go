@@ -67,8 +67,13 @@ type NodeQuery struct {
 	Hostnames []string
 }
 
-// nodeListPage bounds one page of the last resort's list of every Node.
-const nodeListPage = 500
+// nodeListPage bounds one page of the last resort's list of every Node,
+// and nodeListPages the pages: a workload cluster is the tenant's, and its
+// server could hand out continue tokens without end.
+const (
+	nodeListPage  = 500
+	nodeListPages = 100
+)
 
 // FindNode returns the Node of q, or nil while none has registered. It
 // reads the workload cluster's API server, by name and by label as far as
@@ -152,7 +157,10 @@ func (q NodeQuery) candidates(nodes []corev1.Node) []corev1.Node {
 func findByProviderID(ctx context.Context, c client.Reader, providerID string) (*corev1.Node, error) {
 	var matches []corev1.Node
 	opts := []client.ListOption{client.Limit(nodeListPage)}
-	for {
+	for page := 1; ; page++ {
+		if page > nodeListPages {
+			return nil, fmt.Errorf("list Nodes: more than %d pages of %d", nodeListPages, nodeListPage)
+		}
 		nodes := &corev1.NodeList{}
 		if err := c.List(ctx, nodes, opts...); err != nil {
 			return nil, fmt.Errorf("list Nodes: %w", err)
