@@ -544,13 +544,6 @@ func stateName(state bmov1alpha1.ProvisioningState) string {
 	return string(state)
 }
 
-func consumerString(host *bmov1alpha1.BareMetalHost) string {
-	if ref := host.Spec.ConsumerRef; ref != nil {
-		return fmt.Sprintf("%s %s/%s", ref.Kind, ref.Namespace, ref.Name)
-	}
-	return "nobody"
-}
-
 // UsesDataTemplate reports whether m3m's metadata and network data are
 // rendered from a Metal3DataTemplate, which makes binding a two-step affair.
 func UsesDataTemplate(m3m *infrav1.Metal3Machine) bool {
