@@ -31,6 +31,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 )
 
 // keyState is what the cache knows of one identity.
@@ -305,11 +306,7 @@ func (c *IdentityCache) recordFailure(key identity.Key, secretVersion, hash, fin
 }
 
 func (c *IdentityCache) backoff(failures int) time.Duration {
-	d := c.opts.MinBackoff
-	for i := 1; i < failures && d < c.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, c.opts.MaxBackoff)
+	return kubeguard.Backoff(failures, c.opts.MinBackoff, c.opts.MaxBackoff)
 }
 
 // RetryAfter implements Cache.

@@ -29,34 +29,14 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard/kubeguardtest"
 )
 
 var testKey = identity.Key{SecretNamespace: "tenant-a", SecretName: "pool-east"}
-
-// validConfig is a kubeconfig with inline credentials and two contexts.
-func validConfig() *clientcmdapi.Config {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["pool"] = &clientcmdapi.Cluster{Server: "https://pool.example.com:6443", CertificateAuthorityData: testCA}
-	cfg.AuthInfos["tenant"] = &clientcmdapi.AuthInfo{Token: "abc.def"}
-	cfg.Contexts["east"] = &clientcmdapi.Context{Cluster: "pool", AuthInfo: "tenant", Namespace: "pool-east"}
-	cfg.Contexts["west"] = &clientcmdapi.Context{Cluster: "pool", AuthInfo: "tenant"}
-	cfg.CurrentContext = "east"
-	return cfg
-}
-
-func mustWrite(t *testing.T, cfg *clientcmdapi.Config) []byte {
-	t.Helper()
-	data, err := clientcmd.Write(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
 
 // testClientCertificate is a client certificate and its key, PEM-encoded,
 // that a kubeconfig's client-certificate-data and client-key-data accept.
@@ -87,7 +67,7 @@ func testClientCertificate(t *testing.T, name string) (certPEM, keyPEM []byte) {
 // returns its credential fingerprint.
 func fingerprintOf(t *testing.T, key identity.Key, cfg *clientcmdapi.Config) string {
 	t.Helper()
-	parsed, err := kubeguard.Parse(mustWrite(t, cfg), key.Context)
+	parsed, err := kubeguard.Parse(kubeguardtest.Write(t, cfg), key.Context)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
@@ -107,7 +87,7 @@ func TestCredentialFingerprint(t *testing.T) {
 	certA, keyA := testClientCertificate(t, "tenant-a")
 	certB, keyB := testClientCertificate(t, "tenant-b")
 	base := func() *clientcmdapi.Config {
-		cfg := validConfig()
+		cfg := kubeguardtest.Config()
 		cfg.AuthInfos["tenant"] = &clientcmdapi.AuthInfo{ClientCertificateData: certA, ClientKeyData: keyA}
 		return cfg
 	}
@@ -178,7 +158,7 @@ func TestCredentialFingerprint(t *testing.T) {
 		user.Token, user.Username, user.Password = "t", "u", "p"
 		user.Impersonate, user.ImpersonateUID, user.ImpersonateGroups = "i", "1", []string{"g"}
 		user.ImpersonateUserExtra = map[string][]string{"k": {"v"}}
-		parsed, err := kubeguard.Parse(mustWrite(t, cfg), testKey.Context)
+		parsed, err := kubeguard.Parse(kubeguardtest.Write(t, cfg), testKey.Context)
 		if err != nil {
 			t.Fatal(err)
 		}

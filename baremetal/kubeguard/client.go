@@ -127,3 +127,13 @@ func (c *Client) Close() {
 	utilnet.CloseIdleConnectionsFor(c.transport)
 	time.AfterFunc(streamTeardown, func() { utilnet.CloseIdleConnectionsFor(c.transport) })
 }
+
+// Backoff is how long to leave a tenant's server alone after failures
+// failed attempts in a row: minimum, doubling with each, at most maximum.
+func Backoff(failures int, minimum, maximum time.Duration) time.Duration {
+	d := minimum
+	for i := 1; i < failures && d < maximum; i++ {
+		d *= 2
+	}
+	return min(d, maximum)
+}

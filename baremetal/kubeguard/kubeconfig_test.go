@@ -26,27 +26,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard/kubeguardtest"
 )
-
-// validConfig is a kubeconfig with inline credentials and two contexts.
-func validConfig() *clientcmdapi.Config {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["pool"] = &clientcmdapi.Cluster{Server: "https://pool.example.com:6443", CertificateAuthorityData: testCA}
-	cfg.AuthInfos["tenant"] = &clientcmdapi.AuthInfo{Token: "abc.def"}
-	cfg.Contexts["east"] = &clientcmdapi.Context{Cluster: "pool", AuthInfo: "tenant", Namespace: "pool-east"}
-	cfg.Contexts["west"] = &clientcmdapi.Context{Cluster: "pool", AuthInfo: "tenant"}
-	cfg.CurrentContext = "east"
-	return cfg
-}
-
-func mustWrite(t *testing.T, cfg *clientcmdapi.Config) []byte {
-	t.Helper()
-	data, err := clientcmd.Write(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
 
 func TestParseKubeconfigAccepts(t *testing.T) {
 	tests := []struct {
@@ -68,11 +50,11 @@ func TestParseKubeconfigAccepts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := validConfig()
+			cfg := kubeguardtest.Config()
 			if tt.mutate != nil {
 				tt.mutate(cfg)
 			}
-			got, err := Parse(mustWrite(t, cfg), tt.context)
+			got, err := Parse(kubeguardtest.Write(t, cfg), tt.context)
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
@@ -150,11 +132,11 @@ func TestParseKubeconfigRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			raw := tt.raw
 			if raw == nil {
-				cfg := validConfig()
+				cfg := kubeguardtest.Config()
 				if tt.mutate != nil {
 					tt.mutate(cfg)
 				}
-				raw = mustWrite(t, cfg)
+				raw = kubeguardtest.Write(t, cfg)
 			}
 			_, err := Parse(raw, tt.context)
 			assertGuardError(t, err, tt.wantReason, tt.wantInMsg)
@@ -177,7 +159,7 @@ func assertGuardError(t *testing.T, err error, reason, inMessage string) {
 }
 
 func TestSecretData(t *testing.T) {
-	valid := mustWrite(t, validConfig())
+	valid := kubeguardtest.Write(t, kubeguardtest.Config())
 	tests := []struct {
 		name       string
 		data       map[string][]byte
@@ -235,9 +217,9 @@ func TestFilePathsAreNeverRead(t *testing.T) {
 		},
 	}
 	for name, mutate := range shapes {
-		cfg := validConfig()
+		cfg := kubeguardtest.Config()
 		mutate(cfg)
-		if _, err := Parse(mustWrite(t, cfg), ""); err == nil {
+		if _, err := Parse(kubeguardtest.Write(t, cfg), ""); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -257,7 +239,7 @@ func TestFilePathsAreNeverRead(t *testing.T) {
 // validator: it must never panic, and whatever it accepts must carry no
 // file path or plugin into the rest.Config.
 func FuzzParseKubeconfig(f *testing.F) {
-	cfg := validConfig()
+	cfg := kubeguardtest.Config()
 	data, err := clientcmd.Write(*cfg)
 	if err != nil {
 		f.Fatal(err)

@@ -348,7 +348,7 @@ func (c *Clusters) fail(cluster types.NamespacedName, secretVersion string, err 
 	conn.secretVersion, conn.err = secretVersion, we
 	if retry {
 		conn.failures++
-		conn.retryAt = time.Now().Add(c.backoff(conn.failures))
+		conn.retryAt = time.Now().Add(kubeguard.Backoff(conn.failures, c.opts.MinBackoff, c.opts.MaxBackoff))
 	} else {
 		conn.failures, conn.retryAt = 0, time.Time{}
 	}
@@ -357,14 +357,6 @@ func (c *Clusters) fail(cluster types.NamespacedName, secretVersion string, err 
 		c.changed(cluster)
 	}
 	return we
-}
-
-func (c *Clusters) backoff(failures int) time.Duration {
-	d := c.opts.MinBackoff
-	for i := 1; i < failures && d < c.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, c.opts.MaxBackoff)
 }
 
 // RetryAfter is how long to wait before asking again for cluster.

@@ -14,7 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package hostaccess
+// Package kubeguardtest has what tests of tenant kubeconfigs share: a CA
+// whose certificate parses, and a kubeconfig with inline credentials.
+package kubeguardtest
 
 import (
 	"crypto/ecdsa"
@@ -24,12 +26,16 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// testCA is a self-signed CA certificate, so kubeconfigs in unit tests carry
-// certificate-authority-data that parses.
-var testCA = func() []byte {
+// CA is a self-signed CA certificate, PEM-encoded, so kubeconfigs in unit
+// tests carry certificate-authority-data that parses.
+var CA = func() []byte {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		panic(err)
@@ -49,3 +55,26 @@ var testCA = func() []byte {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }()
+
+// Config is a kubeconfig with inline credentials: cluster "pool", user
+// "tenant", contexts "east" (namespace pool-east, the current one) and
+// "west" (no namespace).
+func Config() *clientcmdapi.Config {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["pool"] = &clientcmdapi.Cluster{Server: "https://pool.example.com:6443", CertificateAuthorityData: CA}
+	cfg.AuthInfos["tenant"] = &clientcmdapi.AuthInfo{Token: "abc.def"}
+	cfg.Contexts["east"] = &clientcmdapi.Context{Cluster: "pool", AuthInfo: "tenant", Namespace: "pool-east"}
+	cfg.Contexts["west"] = &clientcmdapi.Context{Cluster: "pool", AuthInfo: "tenant"}
+	cfg.CurrentContext = "east"
+	return cfg
+}
+
+// Write is cfg as kubeconfig bytes.
+func Write(t testing.TB, cfg *clientcmdapi.Config) []byte {
+	t.Helper()
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
