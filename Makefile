@@ -71,9 +71,11 @@ docker-push: ## Push the manager image IMAGE.
 
 ##@ Test
 
+# The race detector on two cores: test/clusterctl's moves take some 8 of
+# go test's default 10 minutes alone, more beside the other packages.
 .PHONY: test
 test: test-binaries ## Unit and envtest integration tests (builds the binaries they run on first use).
-	KUBEBUILDER_ASSETS="$$(bash hack/tools-bin.sh envtest)" go test -race -count=1 $(TEST_ARGS) ./...
+	KUBEBUILDER_ASSETS="$$(bash hack/tools-bin.sh envtest)" go test -race -count=1 -timeout 20m $(TEST_ARGS) ./...
 
 # The tests would build these on first use too, but inside go test's
 # per-package timeout; built here, a cold machine never runs into it.

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
 // updateClaim changes the claim, retrying on conflicts with the binder.
@@ -323,3 +324,46 @@ func TestDeployPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestBMCRedactedInAnyCase: a host error quoting the BMC address and
+// credentials Secret in another case than the host's spec writes them (as
+// drivers do) reaches the tenant's claim without them. The pool's hosts
+// here have no BMO: the test writes their status as BMO would.
+func TestBMCRedactedInAnyCase(t *testing.T) {
+	t.Parallel()
+	p := testPool(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := p.namespace(t, "tenant", nil)
+	poolNS := p.namespace(t, "pool", nil)
+	g.Expect(testenv.RegisterHosts(ctx, p.env.Client, poolNS, "node", 1)).To(Succeed())
+	g.Expect(p.env.Client.Create(ctx, &bmov1alpha1.HostDeployPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: poolNS, Name: "tenants"},
+		Spec:       bmov1alpha1.HostDeployPolicySpec{HostClaimNamespaces: &bmov1alpha1.HostClaimNamespaces{Names: []string{tenant}}},
+	})).To(Succeed())
+	setStatus := func(change func(*bmov1alpha1.BareMetalHost)) {
+		g.Eventually(func() error {
+			h := p.getHost(g, poolNS, "node-0")
+			change(h)
+			return p.env.Client.Status().Update(ctx, h)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}
+	setStatus(func(h *bmov1alpha1.BareMetalHost) {
+		h.Status.Provisioning.State = bmov1alpha1.StateAvailable
+		h.Status.OperationalStatus = bmov1alpha1.OperationalStatusOK
+	})
+	c := p.claim(t, tenant, "c", "")
+	p.boundHost(t, c, 30*time.Second)
+	// The host's BMC is ipmi://192.168.122.1:6230 with Secret node-0-bmc.
+	setStatus(func(h *bmov1alpha1.BareMetalHost) {
+		h.Status.OperationalStatus = bmov1alpha1.OperationalStatusError
+		h.Status.ErrorType = bmov1alpha1.PowerManagementError
+		h.Status.ErrorMessage = "IPMI://192.168.122.1:6230 did not answer; credentials NODE-0-BMC rejected"
+	})
+	g.Eventually(func(g Gomega) {
+		healthy := condition(p.getClaim(g, c), hostclaim.HealthyCondition)
+		g.Expect(healthy.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(healthy.Message).To(Equal("<BMC> did not answer; credentials <BMC> rejected"))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}
+

@@ -41,6 +41,7 @@ import (
 // target the provider resolves the moved identity and finds the same host,
 // which is not reprovisioned.
 func TestMoveWithClusterIdentity(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := moveScheme(t)

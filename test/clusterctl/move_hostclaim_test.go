@@ -44,6 +44,7 @@ import (
 // which move keeps), the host is neither deprovisioned nor reprovisioned,
 // and deleting the machine there gives the host back to the pool.
 func TestMoveWithHostClaims(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := moveScheme(t)

@@ -65,6 +65,7 @@ const (
 // finds the same host, which is neither deprovisioned nor reprovisioned, and
 // deleting the machine there returns the host with no Secret of ours left.
 func TestMoveWithRemotePool(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := moveScheme(t)
@@ -348,6 +349,8 @@ func startProvider(t *testing.T, mgmt *testenv.Env) func() {
 // logs each object it would move, as the CLI prints with -v 1.
 func dryRunMove(t *testing.T, mgmt *testenv.Env, repo *repository) []string {
 	t.Helper()
+	clusterctlLogged.Lock()
+	defer clusterctlLogged.Unlock()
 	sink := &moveRecorder{}
 	clusterctllog.SetLogger(logr.New(sink))
 	defer clusterctllog.SetLogger(logr.Discard())
@@ -359,6 +362,10 @@ func dryRunMove(t *testing.T, mgmt *testenv.Env, repo *repository) []string {
 	}
 	return sink.created()
 }
+
+// clusterctlLogged serialises the moves of the package's tests, which run
+// in parallel: clusterctl logs to one global logger, which a dry run reads.
+var clusterctlLogged sync.Mutex
 
 // moveRecorder is a logr sink keeping the objects a dry-run move would create.
 type moveRecorder struct {

@@ -88,6 +88,8 @@ func move(t *testing.T, from, to *testenv.Env, repo *repository) {
 	dropUnservedWebhooks(t, to)
 
 	c := newClusterctl(t, repo.config(t))
+	clusterctlLogged.Lock()
+	defer clusterctlLogged.Unlock()
 	if err := c.Move(context.Background(), client.MoveOptions{
 		FromKubeconfig: client.Kubeconfig{Path: from.WriteKubeconfig(t)},
 		ToKubeconfig:   client.Kubeconfig{Path: to.WriteKubeconfig(t)},
