@@ -366,4 +366,3 @@ func TestBMCRedactedInAnyCase(t *testing.T) {
 		g.Expect(healthy.Message).To(Equal("<BMC> did not answer; credentials <BMC> rejected"))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 }
-
