@@ -48,6 +48,8 @@ const providerNamespace = "capm3-system"
 // cert-manager's API and installs nothing of it (which it would download).
 func initManagementCluster(t *testing.T, env *testenv.Env, repo *repository) {
 	t.Helper()
+	clusterctlLogged.Lock()
+	defer clusterctlLogged.Unlock()
 	c := newClusterctl(t, repo.config(t))
 	if _, err := c.Init(context.Background(), client.InitOptions{
 		Kubeconfig:              client.Kubeconfig{Path: env.WriteKubeconfig(t)},

@@ -363,8 +363,10 @@ func dryRunMove(t *testing.T, mgmt *testenv.Env, repo *repository) []string {
 	return sink.created()
 }
 
-// clusterctlLogged serialises the moves of the package's tests, which run
-// in parallel: clusterctl logs to one global logger, which a dry run reads.
+// clusterctlLogged serialises every clusterctl call (init, move) of the
+// package's tests, which run in parallel: clusterctl logs to one global
+// logger, which a dry run replaces to read what it would move, so any
+// clusterctl call in another test at that moment would race with it.
 var clusterctlLogged sync.Mutex
 
 // moveRecorder is a logr sink keeping the objects a dry-run move would create.

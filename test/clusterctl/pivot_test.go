@@ -87,9 +87,9 @@ func move(t *testing.T, from, to *testenv.Env, repo *repository) {
 	dropUnservedWebhooks(t, from)
 	dropUnservedWebhooks(t, to)
 
-	c := newClusterctl(t, repo.config(t))
 	clusterctlLogged.Lock()
 	defer clusterctlLogged.Unlock()
+	c := newClusterctl(t, repo.config(t))
 	if err := c.Move(context.Background(), client.MoveOptions{
 		FromKubeconfig: client.Kubeconfig{Path: from.WriteKubeconfig(t)},
 		ToKubeconfig:   client.Kubeconfig{Path: to.WriteKubeconfig(t)},
