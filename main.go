@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	logsv1 "k8s.io/component-base/logs/api/v1"
@@ -197,8 +198,11 @@ func cacheOptions(opts *options) cache.Options {
 	options := cache.Options{
 		SyncPeriod: &opts.syncPeriod,
 		// In-cluster hosts are cached as the remote identities' are: only
-		// what the provider reads.
-		ByObject: map[client.Object]cache.ByObject{&bmov1alpha1.BareMetalHost{}: {Transform: hostaccess.TransformHost()}},
+		// what the provider reads. A default transform and not a ByObject
+		// entry, which has the manager look the kind up at start: the
+		// management cluster may serve no BareMetalHost API at all.
+		DefaultTransform: transformHosts(),
+		ByObject:         map[client.Object]cache.ByObject{},
 	}
 	if opts.watchNamespace != "" {
 		options.DefaultNamespaces = map[string]cache.Config{opts.watchNamespace: {}}
@@ -209,6 +213,18 @@ func cacheOptions(opts *options) cache.Options {
 		}
 	}
 	return options
+}
+
+// transformHosts is hostaccess.TransformHost for BareMetalHosts, and leaves
+// every other kind alone.
+func transformHosts() toolscache.TransformFunc {
+	transformHost := hostaccess.TransformHost()
+	return func(in any) (any, error) {
+		if _, ok := in.(*bmov1alpha1.BareMetalHost); ok {
+			return transformHost(in)
+		}
+		return in, nil
+	}
 }
 
 // setupChecks registers the probe endpoints. Readiness includes the webhook

@@ -274,7 +274,13 @@ func (r *Metal3MachineReconciler) reportIdentity(ctx context.Context, m3m *infra
 	if m3m.Spec.IdentityRef == nil && resolved {
 		conditions.Delete(m3m, infrav1.IdentityReadyCondition)
 		if err != nil {
-			setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.IdentityNotReadyReason, err.Error())
+			// The in-cluster identity fails only when the management
+			// cluster serves no host API: its reason says so.
+			reason := infrav1.IdentityNotReadyReason
+			if ie, ok := identity.AsError(err); ok {
+				reason = ie.Reason
+			}
+			setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, reason, err.Error())
 		}
 		return nil
 	}

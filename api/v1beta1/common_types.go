@@ -238,6 +238,11 @@ const (
 	// than the provider caches for one set of credentials (objects or
 	// bytes); the connection was dropped and is retried after backoff.
 	IdentityLimitExceededReason = "LimitExceeded"
+	// IdentityHostAPINotServedReason: no identityRef, and the management
+	// cluster serves no API for the host mode's kind (the Bare Metal
+	// Operator's CRDs are not installed there). Retried: the CRDs are
+	// found once installed, without a restart of the provider.
+	IdentityHostAPINotServedReason = "HostAPINotServed"
 )
 
 // Generic reasons usable by any condition.

@@ -138,7 +138,7 @@ func (c *IdentityCache) Resolve(ctx context.Context, id identity.Identity) (iden
 // HostAccess implements Cache.
 func (c *IdentityCache) HostAccess(ctx context.Context, id identity.Identity) (HostAccess, error) {
 	if id.Key.IsInCluster() {
-		return &hostAccess{key: id.Key, namespace: id.ObjectNamespace, client: c.opts.InClusterClient, reader: c.opts.InClusterReader}, nil
+		return c.inClusterAccess(id)
 	}
 	if id.Key.ClusterIdentity != "" {
 		return c.clusterIdentityAccess(ctx, id)

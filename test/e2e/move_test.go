@@ -87,7 +87,9 @@ var _ = Describe("clusterctl move with a remote pool", func() {
 		}).Should(Succeed())
 
 		By("Moving the cluster to a second management cluster")
-		target := environment.AddManagement(GinkgoT(), "management-target")
+		// The target needs no Bare Metal Operator: the moved cluster's
+		// hosts are in the pool its identity names.
+		target := environment.AddManagement(GinkgoT(), env.ManagementOptions{Name: "management-target", WithoutBareMetalOperator: true})
 		targetProxy := framework.NewClusterProxy(target.Name, target.WriteKubeconfig(GinkgoT()), env.Scheme())
 		DeferCleanup(func() { targetProxy.Dispose(ctx) })
 		clusterctllog.SetLogger(funcr.New(func(prefix, args string) {

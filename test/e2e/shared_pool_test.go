@@ -43,7 +43,9 @@ var _ = Describe("Two management clusters sharing one pool", func() {
 		Expect(err).NotTo(HaveOccurred())
 		second := environment.Pool.ServiceAccountKubeconfig(GinkgoT(), poolNamespace, "management-2", time.Hour, testenv.HostProviderRules()...)
 
-		otherMgmt := environment.AddManagement(GinkgoT(), "management-2")
+		// The second management cluster has no Bare Metal Operator: every
+		// tenant of it has an identity, so it needs none.
+		otherMgmt := environment.AddManagement(GinkgoT(), env.ManagementOptions{Name: "management-2", WithoutBareMetalOperator: true})
 		otherProxy := framework.NewClusterProxy(otherMgmt.Name, otherMgmt.WriteKubeconfig(GinkgoT()), env.Scheme())
 		DeferCleanup(func() { otherProxy.Dispose(ctx) })
 

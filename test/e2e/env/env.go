@@ -114,7 +114,7 @@ func Start(t testenv.T) *Environment {
 	e.Pool = testenv.Start(t, testenv.Options{Scheme: Scheme(), CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
 	e.poolBMO = e.Pool.StartBMO(t, "baremetal-operator-system")
 	e.Workload = testenv.Start(t, testenv.Options{Scheme: Scheme()})
-	e.Management = e.AddManagement(t, "management")
+	e.Management = e.AddManagement(t, ManagementOptions{Name: "management"})
 	// The first management cluster also holds hosts of its own, for
 	// clusters without identityRef (hosts in the cluster's namespace).
 	e.Management.StartBMO(t, "baremetal-operator-system")
@@ -124,9 +124,9 @@ func Start(t testenv.T) *Environment {
 
 // AddManagement starts another management cluster running Cluster API and
 // the provider, until t ends.
-func (e *Environment) AddManagement(t testenv.T, name string) *Management {
+func (e *Environment) AddManagement(t testenv.T, opts ManagementOptions) *Management {
 	t.Helper()
-	return StartManagement(t, ManagementOptions{Name: name})
+	return StartManagement(t, opts)
 }
 
 // ManagementOptions describe a management cluster started on its own.
@@ -141,6 +141,9 @@ type ManagementOptions struct {
 	// API's part (Machines, the Cluster's status), so that only the
 	// provider's requests load the API server.
 	WithoutClusterAPI bool
+	// WithoutBareMetalOperator: the management cluster serves no
+	// BareMetalHost API, as one where every tenant has an identity may.
+	WithoutBareMetalOperator bool
 }
 
 // StartManagement starts a management cluster running Cluster API and the
@@ -148,11 +151,14 @@ type ManagementOptions struct {
 // need one API server only.
 func StartManagement(t testenv.T, opts ManagementOptions) *Management {
 	t.Helper()
+	crdPaths := append([]string{testenv.CAPICRDPath(t), testenv.CertManagerCRDPath(t)}, testenv.CAPIKubeadmCRDPaths(t)...)
+	if !opts.WithoutBareMetalOperator {
+		crdPaths = append(crdPaths, testenv.BMOCRDPath(t))
+	}
 	mgmt := testenv.Start(t, testenv.Options{
-		Scheme: Scheme(),
-		CRDs:   testenv.ProviderCRDs(t),
-		CRDDirectoryPaths: append([]string{testenv.CAPICRDPath(t), testenv.CertManagerCRDPath(t), testenv.BMOCRDPath(t)},
-			testenv.CAPIKubeadmCRDPaths(t)...),
+		Scheme:            Scheme(),
+		CRDs:              testenv.ProviderCRDs(t),
+		CRDDirectoryPaths: crdPaths,
 		Webhooks:     capiWebhooks(t),
 		AuditLogPath: opts.AuditLogPath,
 	})
