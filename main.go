@@ -20,6 +20,7 @@ limitations under the License.
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -160,7 +161,10 @@ func newManager(restConfig *rest.Config, scheme *runtime.Scheme, opts *options) 
 		HealthProbeBindAddress:        opts.healthAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              opts.leaderElectionID,
-		LeaderElectionNamespace:       opts.leaderElectionNamespace,
+		// The Lease is in the provider's namespace unless told otherwise:
+		// its Role allows leases there, and outside a Pod (where
+		// controller-runtime finds no namespace of its own) too.
+		LeaderElectionNamespace: cmp.Or(opts.leaderElectionNamespace, opts.providerNamespace),
 		LeaderElectionResourceLock:    resourcelock.LeasesResourceLock,
 		LeaseDuration:                 &opts.leaderElectLeaseDuration,
 		RenewDeadline:                 &opts.leaderElectRenewDeadline,

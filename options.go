@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,6 +77,10 @@ type options struct {
 	// workloadPolicy says which API servers workload clusters' kubeconfigs
 	// may send the provider to.
 	workloadPolicy serverPolicyFlags
+	// workloadQPS and workloadBurst limit the requests to each workload
+	// cluster (upstream's --clustercache-client-qps and -burst).
+	workloadQPS   float32
+	workloadBurst int
 
 	// fastTrack leaves released hosts powered on (CAPM3_FAST_TRACK).
 	fastTrack bool
@@ -170,7 +175,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.leaderElectionID, "leader-elect-id", "controller-leader-election-capm3",
 		"Name of the Lease object used for leader election.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-elect-namespace", "",
-		"Namespace of the leader election Lease. Empty: the namespace the manager runs in.")
+		"Namespace of the leader election Lease. Empty: the provider's namespace (--provider-namespace).")
 	fs.DurationVar(&o.leaderElectLeaseDuration, "leader-elect-lease-duration", 15*time.Second,
 		"How long non-leader candidates wait before trying to take over an unrenewed lease.")
 	fs.DurationVar(&o.leaderElectRenewDeadline, "leader-elect-renew-deadline", 10*time.Second,
@@ -199,8 +204,11 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.restConfigBurst, "kube-api-burst", 30,
 		"Maximum burst of queries to the management cluster's API server.")
 
-	fs.BoolVar(&o.fastTrack, "fast-track", os.Getenv("CAPM3_FAST_TRACK") == "true",
-		"Leave released hosts powered on, so their next provisioning is faster (unless automated cleaning is disabled). Default: $CAPM3_FAST_TRACK == true, as upstream CAPM3.")
+	// Upstream reads CAPM3_FAST_TRACK only, from the capm3fasttrack-configmap
+	// its Deployment loads into the environment; so does the default here.
+	envFastTrack, _ := strconv.ParseBool(os.Getenv("CAPM3_FAST_TRACK"))
+	fs.BoolVar(&o.fastTrack, "fast-track", envFastTrack,
+		"Leave released hosts powered on, so their next provisioning is faster (unless automated cleaning is disabled). Default: $CAPM3_FAST_TRACK, as upstream CAPM3 reads it from its capm3fasttrack-configmap.")
 	fs.BoolVar(&o.hostNameIPClaims, "enable-bmh-name-based-preallocation", false,
 		"Name Metal3 IPAM claims <host>-<pool> instead of <Metal3Data>-<pool>, so IPPool preAllocations can give each host its own address.")
 	// Upstream CAPM3's spelling of the same switch, so existing deployments keep working.
@@ -255,6 +263,21 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	// servers usually live in different networks.
 	o.remote.policy.addFlags(fs, "identities' kubeconfigs")
 	o.workloadPolicy.addFlags(fs, "workload clusters' kubeconfigs (<cluster>-kubeconfig Secrets)")
+	// Upstream's names: its workload clusters' clients are Cluster API's
+	// cluster cache clients.
+	fs.Float32Var(&o.workloadQPS, "clustercache-client-qps", 20,
+		"Maximum queries per second to each workload cluster's API server.")
+	fs.IntVar(&o.workloadBurst, "clustercache-client-burst", 30,
+		"Maximum burst of queries to each workload cluster's API server.")
+
+	// Flags of upstream CAPM3 with nothing to set here, accepted so that an
+	// upstream Deployment runs with this image unchanged; using one logs
+	// why it has no effect.
+	fs.Int("metal3labelsync-concurrency", 10, "")
+	_ = fs.MarkDeprecated("metal3labelsync-concurrency",
+		"label sync runs within the Metal3Machine controller here: --metal3machine-concurrency sets both")
+	fs.StringArray("skip-crd-migration-phases", nil, "")
+	_ = fs.MarkDeprecated("skip-crd-migration-phases", "this release runs no CRD storage version migration: nothing to skip")
 
 	// --diagnostics-address (metrics, served over authenticated HTTPS unless
 	// --insecure-diagnostics), --tls-min-version, --tls-cipher-suites and
@@ -297,6 +320,9 @@ func (o *options) validate() error {
 	}
 	if o.remote.maxRequestsInFlight < 1 {
 		return fmt.Errorf("--remote-max-requests-in-flight must be at least 1")
+	}
+	if o.workloadQPS <= 0 || o.workloadBurst <= 0 {
+		return fmt.Errorf("--clustercache-client-qps and --clustercache-client-burst must be positive")
 	}
 	if o.remote.qps <= 0 || o.remote.burst <= 0 {
 		return fmt.Errorf("--remote-client-qps and --remote-client-burst must be positive")

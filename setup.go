@@ -90,7 +90,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 
 			MaxRequestsInFlight: opts.remote.maxRequestsInFlight,
 		},
-		Workload:          workload.ClustersOptions{Policy: workloadPolicy},
+		Workload:          workload.ClustersOptions{Policy: workloadPolicy, QPS: opts.workloadQPS, Burst: opts.workloadBurst},
 		WatchFilterValue:  opts.watchFilterValue,
 		ProviderNamespace: opts.providerNamespace,
 		Concurrency:       opts.concurrency,
@@ -112,3 +112,8 @@ func setupWebhooks(mgr ctrl.Manager, opts *options) error {
 
 // The event recorder of every controller writes Events.
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// /metrics is served over authenticated HTTPS (--diagnostics-address): each
+// scrape's token and its permission are checked with the API server.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

@@ -20,6 +20,7 @@ limitations under the License.
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -79,7 +80,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&opts.leaderElectionID, "leader-election-id", "hostclaim-binder.metal3.io",
 		"Name of the Lease of the leader election.")
 	fs.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "",
-		"Namespace of the Lease; empty: the binder's own namespace when run in a Pod.")
+		"Namespace of the Lease; empty: $POD_NAMESPACE, else the binder's own namespace when run in a Pod.")
 	fs.DurationVar(&opts.nodeReuseGrace, "node-reuse-grace", hostclaimbinder.DefaultNodeReuseGrace,
 		"How long a host stays kept for a node reuse key that no claim of its namespace carries any more.")
 	fs.IntVar(&opts.concurrency, "concurrency", 4, "How many HostClaims are reconciled at once.")
@@ -169,7 +170,7 @@ func run(ctx context.Context, opts *options) error {
 		HealthProbeBindAddress:        opts.healthAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              opts.leaderElectionID,
-		LeaderElectionNamespace:       opts.leaderElectionNamespace,
+		LeaderElectionNamespace:       cmp.Or(opts.leaderElectionNamespace, os.Getenv("POD_NAMESPACE")),
 		LeaderElectionResourceLock:    resourcelock.LeasesResourceLock,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptr.To(gracefulShutdownTimeout),

@@ -36,7 +36,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
@@ -65,7 +64,7 @@ const nodeReuseGrace = 3 * time.Second
 const maxUnhealthyHosts = 1
 
 // The binder's identity: the ServiceAccount of config/hostclaim-binder.
-const binderUser = "system:serviceaccount:hostclaim-binder-system:hostclaim-binder"
+const binderUser = testenv.HostClaimBinderUser
 
 type pool struct {
 	env         *testenv.Env
@@ -100,26 +99,8 @@ func newScheme() *runtime.Scheme {
 // ClusterRole fails these tests.
 func startPool(t testenv.T) *pool {
 	env := testenv.Start(t, testenv.Options{Scheme: newScheme(), CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
-	ctx := context.Background()
-	for _, obj := range testenv.KustomizeBuild(t, "config/hostclaim-binder") {
-		if err := env.Client.Create(ctx, obj); err != nil {
-			t.Fatalf("install %s %s: %v", obj.GetKind(), obj.GetName(), err)
-		}
-	}
-	user, err := env.AddUser(envtest.User{Name: binderUser, Groups: []string{"system:serviceaccounts", "system:authenticated"}}, nil)
-	if err != nil {
-		t.Fatalf("add the binder's user: %v", err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		t.Fatalf("binder kubeconfig: %v", err)
-	}
-	path := filepath.Join(t.TempDir(), "binder-kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		t.Fatalf("write binder kubeconfig: %v", err)
-	}
 	metricsAddr := testenv.FreeLoopbackAddr(t)
-	binder := env.StartHostClaimBinderAs(t, path, "--metrics-bind-address="+metricsAddr,
+	binder := env.StartHostClaimBinder(t, "--metrics-bind-address="+metricsAddr,
 		"--node-reuse-grace="+nodeReuseGrace.String(), "--v=2",
 		"--max-unhealthy-hosts-per-namespace="+strconv.Itoa(maxUnhealthyHosts),
 		"--allowed-custom-deploy-methods=install_coreos")

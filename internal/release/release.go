@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -116,7 +117,38 @@ func Components(root, image string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render config/default: %w", err)
 	}
-	return out, nil
+	return quoteConfigMapVariables(out), nil
+}
+
+// quoteConfigMapVariables double-quotes the ConfigMap data values of
+// rendered that are one clusterctl variable. kustomize writes
+// ${CAPM3_FAST_TRACK:=false} bare, which clusterctl's substitution would
+// turn into the YAML boolean false; a ConfigMap's data are strings, and the
+// API server would refuse the ConfigMap.
+func quoteConfigMapVariables(rendered []byte) []byte {
+	docs := strings.Split(string(rendered), "\n---\n")
+	for i, doc := range docs {
+		lines := strings.Split(doc, "\n")
+		if !slices.Contains(lines, "kind: ConfigMap") {
+			continue
+		}
+		inData := false
+		for j, line := range lines {
+			switch {
+			case line == "data:":
+				inData = true
+			case !strings.HasPrefix(line, "  "):
+				inData = false
+			case inData:
+				key, value, ok := strings.Cut(line, ": ")
+				if ok && strings.HasPrefix(value, "${") && strings.HasSuffix(value, "}") && !strings.Contains(value[2:], "${") {
+					lines[j] = key + ": " + strconv.Quote(value)
+				}
+			}
+		}
+		docs[i] = strings.Join(lines, "\n")
+	}
+	return []byte(strings.Join(docs, "\n---\n"))
 }
 
 // Templates reads the cluster templates clusterctl serves for the release:

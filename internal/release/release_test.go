@@ -18,6 +18,7 @@ package release
 
 import (
 	"bytes"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,8 +27,10 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/yamlprocessor"
 	utilyaml "sigs.k8s.io/cluster-api/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
@@ -152,6 +155,8 @@ func TestComponents(t *testing.T) {
 		"the certificate's Secret is mounted":    len(pod.Volumes) == 1 && pod.Volumes[0].Secret != nil && pod.Volumes[0].Secret.SecretName == "capm3-webhook-service-cert",
 		"the manager's service account is used":  pod.ServiceAccountName == "capm3-manager",
 		"runs on control plane nodes if it must": len(pod.Tolerations) > 0,
+		"fast track from upstream's ConfigMap":   len(manager.EnvFrom) == 1 && manager.EnvFrom[0].ConfigMapRef != nil && manager.EnvFrom[0].ConfigMapRef.Name == "capm3-capm3fasttrack-configmap",
+		"Prometheus scrape annotations":          deployment.Spec.Template.Annotations["prometheus.io/scrape"] == "true" && deployment.Spec.Template.Annotations["prometheus.io/scheme"] == "https",
 	} {
 		if !ok {
 			t.Errorf("manager Deployment: want %s", what)
@@ -191,6 +196,49 @@ func TestComponents(t *testing.T) {
 }
 
 func ptrTrue(b *bool) bool { return b != nil && *b }
+
+// TestFastTrackConfigMapSubstituted: clusterctl substitutes the
+// components' variables in their text; CAPM3_FAST_TRACK=true must leave the
+// ConfigMap a string, as the API server wants ConfigMap data (a bare true
+// is a YAML boolean, and the ConfigMap would be refused).
+func TestFastTrackConfigMapSubstituted(t *testing.T) {
+	for _, value := range []string{"true", "false"} {
+		raw, err := Components(repoRoot(t), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err = yamlprocessor.NewSimpleProcessor().Process(raw, func(name string) (string, error) {
+			if name == "CAPM3_FAST_TRACK" {
+				return value, nil
+			}
+			return "", errors.New("unset")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := utilyaml.ToUnstructured(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for i := range objs {
+			if objs[i].GetKind() != "ConfigMap" || objs[i].GetName() != "capm3-capm3fasttrack-configmap" {
+				continue
+			}
+			found = true
+			cm := &corev1.ConfigMap{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[i].Object, cm); err != nil {
+				t.Fatalf("CAPM3_FAST_TRACK=%s: the ConfigMap is not one: %v", value, err)
+			}
+			if cm.Data["CAPM3_FAST_TRACK"] != value {
+				t.Errorf("CAPM3_FAST_TRACK=%s: ConfigMap holds %q", value, cm.Data["CAPM3_FAST_TRACK"])
+			}
+		}
+		if !found {
+			t.Fatal("no capm3-capm3fasttrack-configmap in the components")
+		}
+	}
+}
 
 // TestBuildIsDeterministic: two releases of the same tree are identical,
 // byte for byte.

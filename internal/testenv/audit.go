@@ -20,8 +20,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -132,4 +134,27 @@ func ReadAuditLog(path string) ([]AuditEvent, error) {
 		events = append(events, e)
 	}
 	return events, scanner.Err()
+}
+
+// Forbidden lists the requests of users that the API server whose audit
+// log is at path answered with 403 Forbidden, as "user verb resource
+// namespace/name": a permission the shipped RBAC lacks.
+func Forbidden(path string, users ...string) ([]string, error) {
+	events, err := ReadAuditLog(path)
+	if err != nil {
+		return nil, err
+	}
+	var forbidden []string
+	for i := range events {
+		e := &events[i]
+		if !e.Counted() || e.Code() != http.StatusForbidden || !slices.Contains(users, e.User.Username) {
+			continue
+		}
+		what := e.Resource()
+		if e.ObjectRef != nil {
+			what += " " + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+		}
+		forbidden = append(forbidden, fmt.Sprintf("%s %s %s", e.User.Username, e.Verb, what))
+	}
+	return forbidden, nil
 }

@@ -16,34 +16,42 @@ limitations under the License.
 
 package testenv
 
+import "strings"
+
 // hostClaimBinder is the pool-side binder of HostClaim mode.
 var hostClaimBinder = &TreeBinary{Package: "./cmd/hostclaim-binder", Name: "hostclaim-binder"}
 
-// StartHostClaimBinder runs the HostClaim binder built from this tree
-// against the environment until the test ends, as a system:masters user,
-// with metrics and probes on free loopback ports and args after them (a
-// later flag wins). Its output is shown if the test fails.
-func (e *Env) StartHostClaimBinder(t T, args ...string) *Process {
-	t.Helper()
-	return e.StartHostClaimBinderAs(t, "", args...)
-}
+// Manager is the provider's manager.
+var Manager = &TreeBinary{Package: ".", Name: "capm3-manager"}
 
-// StartHostClaimBinderAs is StartHostClaimBinder with the kubeconfig at
-// kubeconfigPath instead (when not empty): to run the binder with the
-// rights a pool admin would give it, not system:masters.
-func (e *Env) StartHostClaimBinderAs(t T, kubeconfigPath string, args ...string) *Process {
+// StartHostClaimBinder runs the HostClaim binder built from this tree
+// against the environment until the test ends, as config/hostclaim-binder
+// installs it (RunShipped): its ServiceAccount and RBAC, its Deployment's
+// arguments, with metrics and probes on free loopback ports and args in
+// place of the Deployment's flags of the same names. Its output is shown if
+// the test fails.
+func (e *Env) StartHostClaimBinder(t T, args ...string) *Process {
 	t.Helper()
 	path, err := hostClaimBinder.Path()
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	var env []string
-	if kubeconfigPath != "" {
-		// Set after RunProcess's own KUBECONFIG, so it wins.
-		env = []string{"KUBECONFIG=" + kubeconfigPath}
+	replace := map[string]string{
+		"metrics-bind-address":      FreeLoopbackAddr(t),
+		"health-probe-bind-address": FreeLoopbackAddr(t),
 	}
-	return e.RunProcess(t, path, env, append([]string{
-		"--metrics-bind-address=" + FreeLoopbackAddr(t),
-		"--health-probe-bind-address=" + FreeLoopbackAddr(t),
-	}, args...)...)
+	AddFlags(replace, args)
+	return e.RunShipped(t, ShippedHostClaimBinder(t), path, replace)
+}
+
+// AddFlags adds args (--name=value, or --name for true) to flags, the
+// replacements of RunShipped.
+func AddFlags(flags map[string]string, args []string) {
+	for _, arg := range args {
+		name, value, ok := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if !ok {
+			value = "true"
+		}
+		flags[name] = value
+	}
 }

@@ -54,6 +54,9 @@ type Env struct {
 	*envtest.Environment
 	Config *rest.Config
 	Client client.Client
+	// AuditLogPath is Options.AuditLogPath: where the server's audit log
+	// is, if it writes one.
+	AuditLogPath string
 }
 
 // Start runs a fresh API server for the test and stops it when the test ends.
@@ -95,7 +98,7 @@ func Start(t T, opts Options) *Env {
 	if err != nil {
 		t.Fatalf("client for envtest API server: %v", err)
 	}
-	return &Env{Environment: env, Config: cfg, Client: c}
+	return &Env{Environment: env, Config: cfg, Client: c, AuditLogPath: opts.AuditLogPath}
 }
 
 // WriteKubeconfig writes an admin kubeconfig for the environment to a file in

@@ -82,10 +82,16 @@ func (e *Env) runTool(t T, tool *builtTool, extraEnv []string, args ...string) *
 // The returned Process can be killed and restarted meanwhile.
 func (e *Env) RunProcess(t T, path string, extraEnv []string, args ...string) *Process {
 	t.Helper()
+	return e.runProcessAs(t, path, envtest.User{Name: filepath.Base(path), Groups: []string{"system:masters"}}, extraEnv, args...)
+}
+
+// runProcessAs is RunProcess as user.
+func (e *Env) runProcessAs(t T, path string, as envtest.User, extraEnv []string, args ...string) *Process {
+	t.Helper()
 	name := filepath.Base(path)
-	user, err := e.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+	user, err := e.AddUser(as, nil)
 	if err != nil {
-		t.Fatalf("add %s user: %v", name, err)
+		t.Fatalf("add %s user: %v", as.Name, err)
 	}
 	kubeconfig, err := user.KubeConfig()
 	if err != nil {

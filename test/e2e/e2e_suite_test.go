@@ -85,6 +85,18 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(func() { management.Dispose(ctx) })
 })
 
+// After every spec: the provider and the binder ran as their release
+// installs them (their ServiceAccounts, Roles and ClusterRoles from
+// config/), and no API server refused them anything, across every flow of
+// the suite (in-cluster with data templates and both IPAMs, identity
+// Secrets, Metal3ClusterIdentities, HostClaim mode, remediation, scaling,
+// move, deletion). A 403 is a permission config/ lacks.
+var _ = AfterSuite(func() {
+	forbidden, err := environment.Forbidden()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(forbidden).To(BeEmpty(), "requests of the shipped ServiceAccounts answered 403 Forbidden")
+})
+
 var (
 	// specFailed records that a spec failed, for the environment's cleanup.
 	specFailed atomic.Bool

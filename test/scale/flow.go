@@ -35,9 +35,9 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
 )
 
-// providerUser is the API server user the provider's process runs as
-// (testenv.RunProcess names it after the binary).
-const providerUser = "capm3-manager"
+// providerUser is the API server user the provider's process runs as:
+// its shipped ServiceAccount.
+const providerUser = testenv.ProviderUser
 
 // flowResult is one run of the in-cluster flow the issue compares with
 // upstream CAPM3.

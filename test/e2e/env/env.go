@@ -28,6 +28,7 @@ package env
 
 import (
 	"context"
+	"path/filepath"
 	"fmt"
 	"sync"
 	"time"
@@ -95,6 +96,9 @@ type Environment struct {
 	// binders are the clusters running a HostClaim binder, started with
 	// their first claim pool.
 	binders map[*testenv.Env]bool
+	// audited are the API servers where the provider or the binder runs
+	// as shipped, each writing an audit log (Forbidden).
+	audited []*testenv.Env
 }
 
 // Management is a management cluster: Cluster API and the provider.
@@ -111,7 +115,11 @@ type Management struct {
 func Start(t testenv.T) *Environment {
 	t.Helper()
 	e := &Environment{t: t, binders: map[*testenv.Env]bool{}}
-	e.Pool = testenv.Start(t, testenv.Options{Scheme: Scheme(), CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
+	e.Pool = testenv.Start(t, testenv.Options{
+		Scheme: Scheme(), CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)},
+		AuditLogPath: filepath.Join(t.TempDir(), "pool-audit.log"),
+	})
+	e.audited = append(e.audited, e.Pool)
 	e.poolBMO = e.Pool.StartBMO(t, "baremetal-operator-system")
 	e.Workload = testenv.Start(t, testenv.Options{Scheme: Scheme()})
 	e.Management = e.AddManagement(t, ManagementOptions{Name: "management"})
@@ -126,7 +134,33 @@ func Start(t testenv.T) *Environment {
 // the provider, until t ends.
 func (e *Environment) AddManagement(t testenv.T, opts ManagementOptions) *Management {
 	t.Helper()
-	return StartManagement(t, opts)
+	if opts.AuditLogPath == "" {
+		opts.AuditLogPath = filepath.Join(t.TempDir(), opts.Name+"-audit.log")
+	}
+	m := StartManagement(t, opts)
+	e.mu.Lock()
+	e.audited = append(e.audited, m.Env)
+	e.mu.Unlock()
+	return m
+}
+
+// Forbidden lists, for each API server of the environment where the
+// provider or the HostClaim binder runs, the requests of their shipped
+// ServiceAccounts it refused with 403: a permission missing from config/.
+func (e *Environment) Forbidden() (map[string][]string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string][]string{}
+	for _, server := range e.audited {
+		forbidden, err := testenv.Forbidden(server.AuditLogPath, testenv.ProviderUser, testenv.HostClaimBinderUser)
+		if err != nil {
+			return nil, err
+		}
+		if len(forbidden) > 0 {
+			out[server.Config.Host] = forbidden
+		}
+	}
+	return out, nil
 }
 
 // ManagementOptions describe a management cluster started on its own.

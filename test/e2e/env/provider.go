@@ -20,25 +20,28 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
-// manager is the provider's manager, built from this tree.
-var manager = &testenv.TreeBinary{Package: ".", Name: "capm3-manager"}
-
 // startProvider runs the manager built from this tree against mgmt until t
-// ends; tests kill and restart it through the returned Process. Webhooks
-// are served by the environment (envtest points the API server at its own
-// local server); the identities' and the workload clusters' API servers are
-// on loopback, which the operator must allow explicitly, for each.
+// ends, as `clusterctl init` installs it (testenv.RunShipped): as its
+// ServiceAccount, with the ClusterRoles and Roles of the release and its
+// Deployment's arguments. Only what cannot be the same here differs:
+// webhooks are served by the environment (envtest points the API server at
+// its own local server), probes and metrics listen on free loopback ports,
+// and the identities' and workload clusters' API servers are on loopback,
+// which the operator must allow explicitly, for each. extraArgs
+// (--name=value) replace the Deployment's flags of the same names.
 func startProvider(t testenv.T, mgmt *testenv.Env, extraArgs ...string) *testenv.Process {
 	t.Helper()
-	path, err := manager.Path()
+	path, err := testenv.Manager.Path()
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	args := append([]string{
-		"--webhook-port=0",
-		"--health-addr=" + testenv.FreeLoopbackAddr(t),
-		"--diagnostics-address=" + testenv.FreeLoopbackAddr(t), "--insecure-diagnostics",
-		"--identity-allow-loopback", "--workload-allow-loopback",
-	}, extraArgs...)
-	return mgmt.RunProcess(t, path, nil, args...)
+	flags := map[string]string{
+		"webhook-port":            "0",
+		"health-addr":             testenv.FreeLoopbackAddr(t),
+		"diagnostics-address":     testenv.FreeLoopbackAddr(t),
+		"identity-allow-loopback": "true",
+		"workload-allow-loopback": "true",
+	}
+	testenv.AddFlags(flags, extraArgs)
+	return mgmt.RunShipped(t, testenv.ShippedProvider(t, nil), path, flags)
 }
