@@ -81,7 +81,7 @@ test: test-binaries ## Unit and envtest integration tests (builds the binaries t
 # per-package timeout; built here, a cold machine never runs into it.
 .PHONY: test-binaries
 test-binaries: ## Build (once) every binary the tests run: envtest, BMO, both IPAM providers; fetch cert-manager CRDs.
-	@for tool in envtest bmo ipam incluster-ipam cert-manager-crds; do bash hack/tools-bin.sh $$tool >/dev/null; done
+	@for tool in envtest bmo ipam incluster-ipam cert-manager-crds upstream-capm3-crds; do bash hack/tools-bin.sh $$tool >/dev/null; done
 
 .PHONY: test-e2e
 test-e2e: test-binaries ## End-to-end suite (test/e2e): Cluster API, the provider built from this tree and BMO over real API servers.

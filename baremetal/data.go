@@ -191,6 +191,16 @@ func (m *DataManager) ReleaseAddresses(ctx context.Context) (bool, error) {
 				continue
 			}
 			remaining++
+			// Upstream CAPM3's Metal3Data controller put its finalizer on
+			// the claims it made, and removed it itself; this provider
+			// puts none, so nothing else would.
+			if controllerutil.ContainsFinalizer(obj, infrav1.DataFinalizer) {
+				before, _ := obj.DeepCopyObject().(client.Object)
+				controllerutil.RemoveFinalizer(obj, infrav1.DataFinalizer)
+				if err := m.Client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+					return false, fmt.Errorf("remove upstream CAPM3's finalizer from IP claim %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+				}
+			}
 			if !obj.GetDeletionTimestamp().IsZero() {
 				continue
 			}

@@ -181,6 +181,16 @@ func (m *MachineManager) ReleaseDataClaim(ctx context.Context) (bool, error) {
 	if !metav1.IsControlledBy(claim, m.M3Machine) {
 		return true, nil
 	}
+	// Upstream CAPM3's Metal3Machine controller put its own finalizer on
+	// the claims it created and removed it after their deletion; nothing
+	// else would, and the claim would never go.
+	if controllerutil.ContainsFinalizer(claim, infrav1.Metal3MachineFinalizer) {
+		before := claim.DeepCopy()
+		controllerutil.RemoveFinalizer(claim, infrav1.Metal3MachineFinalizer)
+		if err := m.Client.Patch(ctx, claim, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("remove upstream CAPM3's finalizer from Metal3DataClaim %s: %w", key, err)
+		}
+	}
 	if claim.DeletionTimestamp.IsZero() {
 		if err := m.Client.Delete(ctx, claim); client.IgnoreNotFound(err) != nil {
 			return false, fmt.Errorf("delete Metal3DataClaim %s: %w", key, err)

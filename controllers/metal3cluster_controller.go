@@ -110,6 +110,12 @@ func (r *Metal3ClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	return b.Complete(r)
 }
 
+// metal3ClusterConditions are the conditions of a Metal3Cluster, all the
+// provider's.
+var metal3ClusterConditions = []string{
+	clusterv1.PausedCondition, infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.WorkloadClusterReachableCondition,
+}
+
 // Reconcile brings one Metal3Cluster to its desired state.
 func (r *Metal3ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	m3c := &infrav1.Metal3Cluster{}
@@ -119,6 +125,9 @@ func (r *Metal3ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	// CAPI contract: externally managed infrastructure is not ours to touch.
 	if annotations.IsExternallyManaged(m3c) {
 		return ctrl.Result{}, nil
+	}
+	if err := dropForeignConditions(ctx, r.Client, r.Recorder, m3c, metal3ClusterConditions); err != nil {
+		return ctrl.Result{}, err
 	}
 	cluster, err := util.GetOwnerCluster(ctx, r.Client, m3c.ObjectMeta)
 	if err != nil {
@@ -143,9 +152,8 @@ func (r *Metal3ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		ctx, cancel := patchContext(ctx)
 		defer cancel()
 		stampLastUpdated(statusBefore, &m3c.Status, &m3c.Status.LastUpdated)
-		if err := patchHelper.Patch(ctx, m3c, patch.WithOwnedConditions{Conditions: []string{
-			infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.WorkloadClusterReachableCondition,
-		}}, patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := patchHelper.Patch(ctx, m3c, patch.WithOwnedConditions{Conditions: metal3ClusterConditions},
+			patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()

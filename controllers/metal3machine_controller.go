@@ -129,11 +129,21 @@ func (r *Metal3MachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	return nil
 }
 
+// metal3MachineConditions are the conditions of a Metal3Machine, all the
+// provider's.
+var metal3MachineConditions = []string{
+	clusterv1.PausedCondition, infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition,
+	infrav1.DataReadyCondition, infrav1.HostProvisionedCondition, infrav1.WorkloadClusterReachableCondition,
+}
+
 // Reconcile brings one Metal3Machine to its desired state.
 func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	m3m := &infrav1.Metal3Machine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m3m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := dropForeignConditions(ctx, r.Client, r.Recorder, m3m, metal3MachineConditions); err != nil {
+		return ctrl.Result{}, err
 	}
 	machine, err := util.GetOwnerMachine(ctx, r.Client, m3m.ObjectMeta)
 	if err != nil {
@@ -216,10 +226,8 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			stampLastUpdated(statusBefore, &m3m.Status, &m3m.Status.LastUpdated)
 			setBlockMove(m3m, machineInFlight(m3m))
 		}
-		if err := patchHelper.Patch(ctx, m3m, patch.WithOwnedConditions{Conditions: []string{
-			clusterv1.PausedCondition, infrav1.ReadyCondition, infrav1.IdentityReadyCondition, infrav1.HostAssociatedCondition,
-			infrav1.DataReadyCondition, infrav1.HostProvisionedCondition, infrav1.WorkloadClusterReachableCondition,
-		}}, patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := patchHelper.Patch(ctx, m3m, patch.WithOwnedConditions{Conditions: metal3MachineConditions},
+			patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 			return
 		}

@@ -101,7 +101,10 @@ func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineS
 		return ctrl.Result{RequeueAfter: max(nodeRequeue, r.WorkloadClusters.RetryAfter(clusterKey))}, unseen, nil
 	}
 	r.reportWorkload(ctx, s.m3m, nil)
-	providerID := hostbinding.ProviderID(host.BareMetalHost, s.m3m)
+	// The machine's recorded provider ID: a machine upstream CAPM3
+	// provisioned may record its legacy metal3://<host UID>, which its
+	// Node carries.
+	providerID := hostbinding.MachineProviderID(host.BareMetalHost, s.m3m)
 	query := workload.NodeQuery{NodeName: nodeName, ProviderID: providerID}
 	if !cloudProvider {
 		query.HostUID = string(host.UID)

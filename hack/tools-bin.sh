@@ -24,12 +24,14 @@
 #   incluster-ipam  the CAPI in-cluster IPAM provider, with its pool CRDs in crds/.
 #   cert-manager-crds  cert-manager's CRDs (no binary: its commands are not on the
 #            proxy), for tests where clusterctl must find cert-manager's API.
+#   upstream-capm3-crds  upstream CAPM3's CRDs, for tests that switch what an
+#            upstream CAPM3 left behind over to this provider.
 #
 # Each binary lands in a per-user cache directory keyed by its version, so a
 # second run finds it and builds nothing. The directory is printed on stdout
 # (envtest: the value for KUBEBUILDER_ASSETS); progress goes to stderr.
 #
-# Usage: hack/tools-bin.sh envtest|bmo|ipam|incluster-ipam|cert-manager-crds
+# Usage: hack/tools-bin.sh envtest|bmo|ipam|incluster-ipam|cert-manager-crds|upstream-capm3-crds
 set -euo pipefail
 
 KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.36.3}"
@@ -43,6 +45,7 @@ IPAM_API_VERSION="${IPAM_API_VERSION:-v1.13.1}"
 # v1.1.0 is the newest release on the proxy and the first that speaks
 # ipam.cluster.x-k8s.io/v1beta2, the version CAPI v1.14 CRDs store.
 INCLUSTER_IPAM_VERSION="${INCLUSTER_IPAM_VERSION:-v1.1.0}"
+UPSTREAM_CAPM3_VERSION="${UPSTREAM_CAPM3_VERSION:-v1.13.2}"
 # The version clusterctl v1.14 installs by default.
 CERT_MANAGER_VERSION="${CERT_MANAGER_VERSION:-v1.21.1}"
 
@@ -164,6 +167,22 @@ fetch_cert_manager_crds() {
 	chmod -R u+w "$out"
 }
 
+# fetch_upstream_capm3_crds copies the CRDs of upstream CAPM3 into $1/crds:
+# tests that switch objects an upstream CAPM3 wrote over to this provider
+# start from upstream's own schemas.
+fetch_upstream_capm3_crds() {
+	local out="$1" src
+	new_scratch_module
+	log "downloading upstream CAPM3 ${UPSTREAM_CAPM3_VERSION} CRDs"
+	# As for the BMO: no checksum database entries, skipped only for this download.
+	src="$(cd "$SCRATCH" && GONOSUMDB=github.com/metal3-io go mod download -json "github.com/metal3-io/cluster-api-provider-metal3@${UPSTREAM_CAPM3_VERSION}" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+	[ -n "$src" ] || { log "cannot download github.com/metal3-io/cluster-api-provider-metal3@${UPSTREAM_CAPM3_VERSION}"; return 1; }
+	mkdir -p "$out/crds"
+	cp "$src"/config/crd/bases/*.yaml "$out/crds/"
+	chmod -R u+w "$out"
+}
+
 # ensure builds $name into $dir unless it is already there. Builds go to a
 # temporary name first so an interrupted build never leaves a half binary that
 # a later run would trust.
@@ -212,8 +231,19 @@ cert-manager-crds)
 	fi
 	echo "$dir"
 	;;
+upstream-capm3-crds)
+	dir="$CACHE_ROOT/upstream-capm3/${UPSTREAM_CAPM3_VERSION}"
+	if [ ! -d "$dir/crds" ]; then
+		mkdir -p "$(dirname "$dir")"
+		tmp="$dir.partial.$$"
+		rm -rf "$tmp"
+		fetch_upstream_capm3_crds "$tmp"
+		mv -f "$tmp" "$dir"
+	fi
+	echo "$dir"
+	;;
 *)
-	echo "usage: $0 envtest|bmo|ipam|incluster-ipam|cert-manager-crds" >&2
+	echo "usage: $0 envtest|bmo|ipam|incluster-ipam|cert-manager-crds|upstream-capm3-crds" >&2
 	exit 2
 	;;
 esac

@@ -117,6 +117,13 @@ const (
 	// removed. The key ends with the Metal3Machine's consumer ID, which
 	// names the remediated machine in the pool and survives clusterctl move.
 	RemediationRebootAnnotationPrefix = "reboot.metal3.io/capm3-remediation-"
+	// UpstreamRemediationRebootAnnotationPrefix is upstream CAPM3's reboot
+	// annotation, keyed by the Metal3Remediation's UID: a remediation in
+	// flight when upstream CAPM3 was replaced by this provider left it on
+	// its host, which the Bare Metal Operator keeps powered off while it is
+	// there. The remediation that adopts it, or the host's release,
+	// removes it.
+	UpstreamRemediationRebootAnnotationPrefix = "reboot.metal3.io/metal3-remediation-"
 
 	// RemediationHistoryAnnotation holds, on a Metal3Machine, what its last
 	// remediation left when the MachineHealthCheck deleted it (JSON: the

@@ -338,6 +338,7 @@ func (m *bmhBinding) Sync(ctx context.Context, view *Host) (bool, error) {
 	if updated.Annotations[bmov1alpha1.PausedAnnotation] == pausedByUs {
 		delete(updated.Annotations, bmov1alpha1.PausedAnnotation)
 	}
+	dropUpstreamOwnerReference(updated, m.M3Machine)
 	if err := m.patchHost(ctx, host, updated); err != nil {
 		return false, err
 	}
@@ -345,8 +346,13 @@ func (m *bmhBinding) Sync(ctx context.Context, view *Host) (bool, error) {
 	if host.Status.Provisioning.State != bmov1alpha1.StateProvisioned {
 		return false, nil
 	}
-	providerID := ProviderID(host, m.M3Machine)
-	m.M3Machine.Spec.ProviderID = &providerID
+	// Once set, the provider ID stays: Cluster API copied it onto the
+	// Machine and the Node carries it. One upstream CAPM3 recorded (its
+	// legacy metal3://<host UID>, or a cloud provider's) is kept.
+	if m.M3Machine.Spec.ProviderID == nil || *m.M3Machine.Spec.ProviderID == "" {
+		providerID := ProviderID(host, m.M3Machine)
+		m.M3Machine.Spec.ProviderID = &providerID
+	}
 	m.M3Machine.Status.Addresses = hostAddresses(host)
 	m.M3Machine.Status.FailureDomain = host.Labels[FailureDomainLabel]
 	return true, nil
@@ -355,6 +361,15 @@ func (m *bmhBinding) Sync(ctx context.Context, view *Host) (bool, error) {
 // ProviderID is metal3://<host-namespace>/<host-name>/<metal3machine-name>.
 func ProviderID(host *bmov1alpha1.BareMetalHost, m3m *infrav1.Metal3Machine) string {
 	return fmt.Sprintf("metal3://%s/%s/%s", host.Namespace, host.Name, m3m.Name)
+}
+
+// MachineProviderID is the provider ID m3m records, else the one its host
+// gives it.
+func MachineProviderID(host *bmov1alpha1.BareMetalHost, m3m *infrav1.Metal3Machine) string {
+	if id := m3m.Spec.ProviderID; id != nil && *id != "" {
+		return *id
+	}
+	return ProviderID(host, m3m)
 }
 
 func hostAddresses(host *bmov1alpha1.BareMetalHost) []clusterv1.MachineAddress {
@@ -445,6 +460,14 @@ func (m *bmhBinding) Release(ctx context.Context) (bool, error) {
 		updated.Spec.UserData, updated.Spec.MetaData, updated.Spec.NetworkData = nil, nil, nil
 		releaseCleaning(updated, m.keptFor())
 		updated.Spec.Online = m.onlineWhenReleased(updated)
+		// A paused host is not deprovisioned: the provider's own pause
+		// (a machine deleted while its cluster was paused, by this
+		// provider or by upstream CAPM3, which sets the same value) goes
+		// with the deprovisioning, as does upstream's owner reference.
+		if updated.Annotations[bmov1alpha1.PausedAnnotation] == pausedByUs {
+			delete(updated.Annotations, bmov1alpha1.PausedAnnotation)
+		}
+		dropUpstreamOwnerReference(updated, m.M3Machine)
 		return false, m.patchHost(ctx, host, updated)
 	}
 	switch host.Status.Provisioning.State {
@@ -455,9 +478,8 @@ func (m *bmhBinding) Release(ctx context.Context) (bool, error) {
 	updated.Spec.ConsumerRef = nil
 	releaseCleaning(updated, m.keptFor())
 	updated.Spec.Online = m.onlineWhenReleased(updated)
-	// A remediation interrupted by the machine's deletion must not leave
-	// the next user's host held off.
-	delete(updated.Annotations, infrav1.RemediationRebootAnnotationPrefix+string(infrav1.ConsumerID(m.M3Machine)))
+	dropRebootRequests(updated, m.M3Machine)
+	dropUpstreamOwnerReference(updated, m.M3Machine)
 	delete(updated.Labels, clusterv1.ClusterNameLabel)
 	if m.keptFor() != "" {
 		// Kept for the owner's next machine, as upstream CAPM3 does,

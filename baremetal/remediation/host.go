@@ -19,6 +19,7 @@ package remediation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -102,9 +103,24 @@ func (h *bmhHost) String() string  { return h.host.Namespace + "/" + h.host.Name
 func (h *bmhHost) UID() types.UID  { return h.host.UID }
 func (h *bmhHost) PoweredOn() bool { return h.host.Status.PoweredOn }
 
+// RebootRequested: this provider's reboot annotation, or upstream
+// CAPM3's, which a remediation in flight when upstream was replaced left
+// (its Metal3Remediation is this one: the host still names the machine).
 func (h *bmhHost) RebootRequested() bool {
-	_, ok := h.host.Annotations[h.rebootAnnotation]
-	return ok
+	return len(h.rebootAnnotations()) > 0
+}
+
+// rebootAnnotations are the reboot annotations of the machine's
+// remediations on the host: this provider's and upstream CAPM3's.
+func (h *bmhHost) rebootAnnotations() []string {
+	var keys []string
+	for key := range h.host.Annotations {
+		if key == h.rebootAnnotation || strings.HasPrefix(key, infrav1.UpstreamRemediationRebootAnnotationPrefix) {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func (h *bmhHost) RequestReboot(ctx context.Context) error {
@@ -112,7 +128,12 @@ func (h *bmhHost) RequestReboot(ctx context.Context) error {
 }
 
 func (h *bmhHost) ReleaseReboot(ctx context.Context) error {
-	return h.annotate(ctx, h.rebootAnnotation, "", false)
+	for _, key := range h.rebootAnnotations() {
+		if err := h.annotate(ctx, key, "", false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // MarkUnhealthy sets the annotation host selection skips (and upstream

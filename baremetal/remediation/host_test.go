@@ -163,6 +163,38 @@ func TestHostAnnotations(t *testing.T) {
 	}
 }
 
+// A remediation upstream CAPM3 had in flight when this provider replaced it
+// left upstream's power-off on the host (keyed by the Metal3Remediation's
+// UID): the adopting remediation counts it as its own reboot request and
+// lifts it, else the Bare Metal Operator would keep the host off for good.
+func TestUpstreamRebootAnnotationIsAdopted(t *testing.T) {
+	ctx := context.Background()
+	upstreamKey := infrav1.UpstreamRemediationRebootAnnotationPrefix + "remediation-uid"
+	h := testHost(consumer("worker-0", ""))
+	h.Annotations = map[string]string{upstreamKey: `{"mode":"hard"}`, "unrelated": "kept"}
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(h).Build()
+	host, err := FindHost(ctx, access(c), testMetal3Machine())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !host.RebootRequested() {
+		t.Fatal("upstream's power-off is not seen as the remediation's reboot request")
+	}
+	if err := host.ReleaseReboot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stored := &bmov1alpha1.BareMetalHost{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: "host-0"}, stored); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := stored.Annotations[upstreamKey]; ok || host.RebootRequested() {
+		t.Fatalf("upstream's power-off is still on the host: %v", stored.Annotations)
+	}
+	if stored.Annotations["unrelated"] != "kept" {
+		t.Fatalf("another annotation went: %v", stored.Annotations)
+	}
+}
+
 // A host changed since it was read (its consumer may have changed) is not
 // written: the write fails and the next reconcile reads it again.
 func TestHostWriteIsGuardedByResourceVersion(t *testing.T) {

@@ -99,3 +99,23 @@ func CertManagerCRDPath(t T) string {
 	}
 	return filepath.Join(certManagerCRDs.dir, "crds")
 }
+
+var upstreamCAPM3CRDs = struct {
+	once sync.Once
+	dir  string
+	err  error
+}{}
+
+// UpstreamCAPM3CRDPath is the directory of upstream CAPM3's CRDs (v1.13.2,
+// whose v1beta1 schemas are those v1.12 stored with), fetched once by
+// hack/tools-bin.sh.
+func UpstreamCAPM3CRDPath(t T) string {
+	t.Helper()
+	upstreamCAPM3CRDs.once.Do(func() {
+		upstreamCAPM3CRDs.dir, upstreamCAPM3CRDs.err = runToolsBin("upstream-capm3-crds")
+	})
+	if upstreamCAPM3CRDs.err != nil {
+		t.Fatalf("%v", upstreamCAPM3CRDs.err)
+	}
+	return filepath.Join(upstreamCAPM3CRDs.dir, "crds")
+}
