@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -70,6 +71,11 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	e2eConfig = &clusterctl.E2EConfig{}
 	Expect(yaml.Unmarshal(data, e2eConfig)).To(Succeed())
+
+	// A wait without intervals of its own gives the system 30 s, not
+	// gomega's 1 s default, which a loaded machine overruns.
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	By("Starting the management, pool and workload API servers, Cluster API, the Bare Metal Operator and the provider")
 	// The environment lives as long as the suite, and so does what it

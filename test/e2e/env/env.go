@@ -28,8 +28,10 @@ package env
 
 import (
 	"context"
-	"path/filepath"
 	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -96,9 +98,11 @@ type Environment struct {
 	// binders are the clusters running a HostClaim binder, started with
 	// their first claim pool.
 	binders map[*testenv.Env]bool
-	// audited are the API servers where the provider or the binder runs
-	// as shipped, each writing an audit log (Forbidden).
-	audited []*testenv.Env
+	// audited are the running API servers where the provider or the
+	// binder runs as shipped, each writing an audit log (Forbidden);
+	// forbidden keeps what those stopped already were refused.
+	audited   []*testenv.Env
+	forbidden map[string][]string
 }
 
 // Management is a management cluster: Cluster API and the provider.
@@ -141,7 +145,26 @@ func (e *Environment) AddManagement(t testenv.T, opts ManagementOptions) *Manage
 	e.mu.Lock()
 	e.audited = append(e.audited, m.Env)
 	e.mu.Unlock()
+	// Before the server stops and its log goes with t's directory.
+	t.Cleanup(func() { e.settleAudit(m.Env) })
 	return m
+}
+
+// settleAudit reads what server refused before it stops, for Forbidden.
+func (e *Environment) settleAudit(server *testenv.Env) {
+	forbidden, err := testenv.Forbidden(server.AuditLogPath, testenv.ProviderUser, testenv.HostClaimBinderUser)
+	if err != nil {
+		forbidden = []string{"audit log unreadable: " + err.Error()}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.audited = slices.DeleteFunc(e.audited, func(s *testenv.Env) bool { return s == server })
+	if len(forbidden) > 0 {
+		if e.forbidden == nil {
+			e.forbidden = map[string][]string{}
+		}
+		e.forbidden[server.Config.Host] = forbidden
+	}
 }
 
 // Forbidden lists, for each API server of the environment where the
@@ -150,7 +173,10 @@ func (e *Environment) AddManagement(t testenv.T, opts ManagementOptions) *Manage
 func (e *Environment) Forbidden() (map[string][]string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := map[string][]string{}
+	out := maps.Clone(e.forbidden)
+	if out == nil {
+		out = map[string][]string{}
+	}
 	for _, server := range e.audited {
 		forbidden, err := testenv.Forbidden(server.AuditLogPath, testenv.ProviderUser, testenv.HostClaimBinderUser)
 		if err != nil {
@@ -193,8 +219,8 @@ func StartManagement(t testenv.T, opts ManagementOptions) *Management {
 		Scheme:            Scheme(),
 		CRDs:              testenv.ProviderCRDs(t),
 		CRDDirectoryPaths: crdPaths,
-		Webhooks:     capiWebhooks(t),
-		AuditLogPath: opts.AuditLogPath,
+		Webhooks:          capiWebhooks(t),
+		AuditLogPath:      opts.AuditLogPath,
 	})
 	labelForClusterctl(t, mgmt)
 	mgmt.ServeProviderWebhooks(t, setupCAPIWebhooks)
