@@ -74,6 +74,14 @@ const (
 	// whose unhealthy mark the binder did not carry to its host: its
 	// namespace already has as many hosts marked as the pool allows.
 	UnhealthyMarkRefusedReason = "UnhealthyMarkRefused"
+	// HandledByBinderCondition is False on a claim the binder leaves to
+	// another HostClaim controller (the Bare Metal Operator's own, behind
+	// --hostclaims), which bound it: with reason
+	// BoundByAnotherControllerReason, the message naming the host.
+	HandledByBinderCondition = "HandledByBinder"
+	// BoundByAnotherControllerReason: a host names the claim as consumer
+	// without the claim's UID, which the binder always records.
+	BoundByAnotherControllerReason = "BoundByAnotherController"
 )
 
 // Annotations on a HostClaim the binder acts on, and on the host it binds.

@@ -31,6 +31,7 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -41,6 +42,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
 )
 
 // DefaultNodeReuseGrace is how long a host stays kept for a node reuse key
@@ -123,6 +126,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return fmt.Errorf("index hosts by consumer: %w", err)
 	}
+	if err := indexer.IndexField(ctx, &bmov1alpha1.BareMetalHost{}, hostClaimNameIndex, boundWithoutUID); err != nil {
+		return fmt.Errorf("index hosts by the claim they name without its UID: %w", err)
+	}
 	if err := indexer.IndexField(ctx, &bmov1alpha1.BareMetalHost{}, hostMarkedByIndex, markedBy); err != nil {
 		return fmt.Errorf("index hosts by who marked them unhealthy: %w", err)
 	}
@@ -188,10 +194,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("get HostClaim %s: %w", req.NamespacedName, err)
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("hostClaim", klog.KObj(claim)))
-	var (
-		result ctrl.Result
-		err    error
-	)
+	other, err := r.boundElsewhere(ctx, claim)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if other != nil {
+		return ctrl.Result{}, r.leaveToOtherController(ctx, claim, other)
+	}
+	var result ctrl.Result
 	if !claim.DeletionTimestamp.IsZero() {
 		err = r.reconcileDelete(ctx, claim)
 	} else {
@@ -216,6 +226,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, claim *bmov1alpha1.Hos
 		}
 	}
 	original := claim.DeepCopy()
+	// No other controller's binding (any more): the claim is the binder's.
+	meta.RemoveStatusCondition(&claim.Status.Conditions, hostclaim.HandledByBinderCondition)
 	host, err := r.boundHost(ctx, claim)
 	if err != nil {
 		return ctrl.Result{}, err
