@@ -156,15 +156,15 @@ func newManager(restConfig *rest.Config, scheme *runtime.Scheme, opts *options) 
 	}
 
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       *metricsOptions,
-		HealthProbeBindAddress:        opts.healthAddr,
-		LeaderElection:                opts.leaderElect,
-		LeaderElectionID:              opts.leaderElectionID,
+		Scheme:                 scheme,
+		Metrics:                *metricsOptions,
+		HealthProbeBindAddress: opts.healthAddr,
+		LeaderElection:         opts.leaderElect,
+		LeaderElectionID:       opts.leaderElectionID,
 		// The Lease is in the provider's namespace unless told otherwise:
 		// its Role allows leases there, and outside a Pod (where
 		// controller-runtime finds no namespace of its own) too.
-		LeaderElectionNamespace: cmp.Or(opts.leaderElectionNamespace, opts.providerNamespace),
+		LeaderElectionNamespace:       cmp.Or(opts.leaderElectionNamespace, opts.providerNamespace),
 		LeaderElectionResourceLock:    resourcelock.LeasesResourceLock,
 		LeaseDuration:                 &opts.leaderElectLeaseDuration,
 		RenewDeadline:                 &opts.leaderElectRenewDeadline,

@@ -161,7 +161,11 @@ func (m *DataManager) DeleteHostSecrets(ctx context.Context) error {
 		if s.ref == nil {
 			continue
 		}
-		if err := hostbinding.DeleteSecret(ctx, m.Access, s.ref.Namespace, m.Data, s.purpose); err != nil {
+		// The Secrets are next to the host, in the namespace the identity
+		// names: where status says they were written, unless the hosts
+		// moved there with them since (the pivot of docs/move.md); the
+		// identity may reach no other namespace.
+		if err := hostbinding.DeleteSecret(ctx, m.Access, m.Access.Namespace(), m.Data, s.purpose); err != nil {
 			return err
 		}
 	}

@@ -102,7 +102,14 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 		}
 		ctrl.LoggerFrom(ctx).Info("Bound to a host", "host", klog.KRef(host.Namespace, host.Name), "identity", s.access.Key().String())
 	}
-	setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionTrue, infrav1.AssociatedReason, "Host "+host.String())
+	associated := "Host " + host.String()
+	if recorded := m3m.Annotations[infrav1.HostAnnotation]; recorded != "" && recorded != host.String() && host.BareMetalHost != nil {
+		// The record is immutable (it cannot be pointed elsewhere by a
+		// tenant); the host found by its consumerRef is the truth.
+		associated += fmt.Sprintf(" (the machine records %s: the host moved, found by its consumerRef in namespace %s)",
+			recorded, host.Namespace)
+	}
+	setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionTrue, infrav1.AssociatedReason, associated)
 
 	if hostbinding.UsesDataTemplate(m3m) {
 		if result, ready, err := r.reconcileData(ctx, s, host); !ready || err != nil {
@@ -208,6 +215,12 @@ func (r *Metal3MachineReconciler) reconcileDelete(ctx context.Context, s *machin
 		setCondition(s.m3m, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.DeprovisioningReason,
 			"Deprovisioning the host before releasing it")
 		return ctrl.Result{RequeueAfter: hostProgressRequeue}, nil
+	}
+	if recorded := s.m3m.Annotations[infrav1.HostAnnotation]; recorded != "" && s.m3m.Annotations[infrav1.HostReleasedAnnotation] == "" {
+		if s.m3m.Annotations == nil {
+			s.m3m.Annotations = map[string]string{}
+		}
+		s.m3m.Annotations[infrav1.HostReleasedAnnotation] = recorded
 	}
 	// The data's Secrets next to the host go through this machine's
 	// identity, which stays protected until they are gone.

@@ -44,6 +44,14 @@ const (
 	// naming the machine as its consumer can be found: that one is always
 	// released first.
 	HostLostAnnotation = "infrastructure.cluster.x-k8s.io/host-lost"
+	// HostReleasedAnnotation on a deleting Metal3Machine records the host
+	// the provider released ("<namespace>/<name>"), so that the rest of the
+	// deletion (data, identity) does not wait for a host it can no longer
+	// check: after hosts moved to another namespace (docs/move.md), the
+	// recorded host's name is no longer where the machine recorded it. Like
+	// host-lost, it changes nothing while a host naming the machine as its
+	// consumer can be found.
+	HostReleasedAnnotation = "infrastructure.cluster.x-k8s.io/host-released"
 )
 
 // Metal3MachineSpec is the desired state of one machine's bare metal host.

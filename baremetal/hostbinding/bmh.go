@@ -159,7 +159,9 @@ func (m *bmhBinding) host(ctx context.Context, reader client.Reader) (*bmov1alph
 	}
 	if host := m.consumedAmong(hosts.Items); host != nil {
 		if recorded != "" {
-			ctrl.LoggerFrom(ctx).Info("The machine's host annotation names another host than the one the pool says it consumes",
+			// Said in the HostAssociated condition; every reconcile of a
+			// machine whose hosts moved comes here.
+			ctrl.LoggerFrom(ctx).V(1).Info("The machine's host annotation names another host than the one the pool says it consumes",
 				"metal3Machine", klog.KObj(m.M3Machine), "annotation", recorded, "host", klog.KObj(host))
 		}
 		return host, nil
@@ -525,6 +527,11 @@ func (m *bmhBinding) releaseNotFound(ctx context.Context, notFound error) (bool,
 		case !apierrors.IsNotFound(err):
 			return false, fmt.Errorf("get host %s: %w", recorded, err)
 		}
+	}
+	if released := m.M3Machine.Annotations[infrav1.HostReleasedAnnotation]; released != "" {
+		// This provider released it before (a host that moved since it
+		// was recorded cannot be checked by its recorded name).
+		return true, nil
 	}
 	if HostLost(m.M3Machine) {
 		m.deleteHostSecrets(ctx, m.Access.Namespace())

@@ -63,18 +63,41 @@ func FindHost(ctx context.Context, access hostaccess.HostAccess, m3m *infrav1.Me
 			Message: fmt.Sprintf("Metal3Machine %s/%s: annotation %s=%q is not namespace/name", m3m.Namespace, m3m.Name, infrav1.HostAnnotation, ref)}
 	}
 	host := &bmov1alpha1.BareMetalHost{}
-	if err := access.Client().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, host); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, &TargetError{Reason: infrav1.HostNotFoundReason,
-				Message: fmt.Sprintf("Host %s of Metal3Machine %s/%s is not found through identity %s", ref, m3m.Namespace, m3m.Name, access.Key())}
-		}
+	err := access.Client().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, host)
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get host %s through identity %s: %w", ref, access.Key(), err)
-	}
-	if !consumedBy(host, m3m) {
-		return nil, &TargetError{Reason: infrav1.HostNotFoundReason,
-			Message: fmt.Sprintf("Host %s no longer names Metal3Machine %s/%s as its consumer", ref, m3m.Namespace, m3m.Name)}
+	case err != nil || !consumedBy(host, m3m):
+		// The hosts may have moved (to the namespace the machine's
+		// identity names now, docs/move.md): the pool's record, the
+		// host's consumerRef, says which is the machine's.
+		moved, err := consumedIn(ctx, access, m3m)
+		if err != nil {
+			return nil, err
+		}
+		if moved == nil {
+			return nil, &TargetError{Reason: infrav1.HostNotFoundReason,
+				Message: fmt.Sprintf("No host in namespace %s of identity %s names Metal3Machine %s/%s as its consumer (the machine records host %s)",
+					access.Namespace(), access.Key(), m3m.Namespace, m3m.Name, ref)}
+		}
+		host = moved
 	}
 	return &bmhHost{client: access.Client(), reader: access.Reader(), host: host, m3m: m3m, rebootAnnotation: RebootAnnotation(m3m)}, nil
+}
+
+// consumedIn is the host of the identity's namespace whose consumerRef is
+// m3m, or nil.
+func consumedIn(ctx context.Context, access hostaccess.HostAccess, m3m *infrav1.Metal3Machine) (*bmov1alpha1.BareMetalHost, error) {
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	if err := access.Client().List(ctx, hosts, client.InNamespace(access.Namespace())); err != nil {
+		return nil, fmt.Errorf("list hosts in namespace %s through identity %s: %w", access.Namespace(), access.Key(), err)
+	}
+	for i := range hosts.Items {
+		if consumedBy(&hosts.Items[i], m3m) {
+			return &hosts.Items[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // consumedBy reports whether host's consumerRef is m3m, with its consumer

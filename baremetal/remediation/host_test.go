@@ -92,6 +92,12 @@ func TestFindHost(t *testing.T) {
 		{name: "the host consumed by the machine", host: testHost(consumer("worker-0", "consumer-id"))},
 		{name: "a host without the consumer's UID (written by an older provider)", host: testHost(consumer("worker-0", ""))},
 		{name: "a machine without a host", annotation: new(string), wantReason: infrav1.RemediationHostNotAssociatedReason},
+		{
+			// Hosts moved to the namespace the identity names now
+			// (docs/move.md): the machine still records the old one.
+			name: "a host moved to the identity's namespace", host: testHost(consumer("worker-0", "consumer-id")),
+			annotation: ptrString("tenant/host-0"),
+		},
 		{name: "a malformed host annotation", annotation: ptrString("host-0"), wantReason: infrav1.HostNotFoundReason},
 		{name: "a host gone", wantReason: infrav1.HostNotFoundReason},
 		{name: "a host released", host: testHost(nil), wantReason: infrav1.HostNotFoundReason},

@@ -63,9 +63,6 @@ const nodeReuseGrace = 3 * time.Second
 // marked unhealthy in these tests.
 const maxUnhealthyHosts = 1
 
-// The binder's identity: the ServiceAccount of config/hostclaim-binder.
-const binderUser = testenv.HostClaimBinderUser
-
 type pool struct {
 	env         *testenv.Env
 	binder      *testenv.Process

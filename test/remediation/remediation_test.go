@@ -62,6 +62,16 @@ func TestRemediation(t *testing.T) {
 		t.Run("RebootHealsWedgedKubeletThroughHostClaim", rebootHealsWedgedKubelet(environment, infrav1.HostModeHostClaim))
 		t.Run("BrokenMachineReplacedAfterRetries", brokenMachineReplaced(environment))
 	})
+	// The provider and the binder ran as their release installs them
+	// (testenv.RunShipped): no API server refused them anything while
+	// they remediated, in either host mode.
+	forbidden, err := environment.Forbidden()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(forbidden) > 0 {
+		t.Errorf("requests of the shipped ServiceAccounts answered 403 Forbidden: %v", forbidden)
+	}
 	t.Logf("wall time %s", elapsed(started))
 }
 

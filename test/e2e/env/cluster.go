@@ -115,6 +115,9 @@ type ClusterSpec struct {
 	// HostMode is the Metal3Cluster's spec.hostMode; empty: the default,
 	// BareMetalHost mode.
 	HostMode infrav1.HostMode
+	// IPPools each give every machine's metadata an address, under the
+	// key ip-<i>.
+	IPPools []infrav1.MetaDataFromIPPool
 }
 
 // Image is what every machine of these clusters is provisioned with; the
@@ -172,7 +175,8 @@ func (m *Management) CreateCluster(ctx context.Context, t testenv.T, workload *t
 		&infrav1.Metal3DataTemplate{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-nodes"},
 			Spec: infrav1.Metal3DataTemplateSpec{ClusterName: name, MetaData: &infrav1.MetaData{
-				ObjectNames: []infrav1.MetaDataObjectName{{Key: "name", Object: "machine"}},
+				ObjectNames:           []infrav1.MetaDataObjectName{{Key: "name", Object: "machine"}},
+				IPAddressesFromIPPool: spec.IPPools,
 			}},
 		},
 		&infrav1.Metal3MachineTemplate{

@@ -126,7 +126,7 @@ func Start(t testenv.T) *Environment {
 	e.audited = append(e.audited, e.Pool)
 	e.poolBMO = e.Pool.StartBMO(t, "baremetal-operator-system")
 	e.Workload = testenv.Start(t, testenv.Options{Scheme: Scheme()})
-	e.Management = e.AddManagement(t, ManagementOptions{Name: "management"})
+	e.Management = e.AddManagement(t, ManagementOptions{Name: "management", WithIPAM: true})
 	// The first management cluster also holds hosts of its own, for
 	// clusters without identityRef (hosts in the cluster's namespace).
 	e.Management.StartBMO(t, "baremetal-operator-system")
@@ -204,6 +204,9 @@ type ManagementOptions struct {
 	// WithoutBareMetalOperator: the management cluster serves no
 	// BareMetalHost API, as one where every tenant has an identity may.
 	WithoutBareMetalOperator bool
+	// WithIPAM runs both IP address managers (Metal3's and Cluster API's
+	// in-cluster provider), with their CRDs, for data templates' pools.
+	WithIPAM bool
 }
 
 // StartManagement starts a management cluster running Cluster API and the
@@ -215,6 +218,9 @@ func StartManagement(t testenv.T, opts ManagementOptions) *Management {
 	if !opts.WithoutBareMetalOperator {
 		crdPaths = append(crdPaths, testenv.BMOCRDPath(t))
 	}
+	if opts.WithIPAM {
+		crdPaths = append(crdPaths, testenv.IPAMCRDPath(t), testenv.InClusterIPAMCRDPath(t))
+	}
 	mgmt := testenv.Start(t, testenv.Options{
 		Scheme:            Scheme(),
 		CRDs:              testenv.ProviderCRDs(t),
@@ -222,6 +228,10 @@ func StartManagement(t testenv.T, opts ManagementOptions) *Management {
 		Webhooks:          capiWebhooks(t),
 		AuditLogPath:      opts.AuditLogPath,
 	})
+	if opts.WithIPAM {
+		mgmt.StartIPAM(t)
+		mgmt.StartInClusterIPAM(t)
+	}
 	labelForClusterctl(t, mgmt)
 	mgmt.ServeProviderWebhooks(t, setupCAPIWebhooks)
 	startCAPI(t, mgmt.Config)
