@@ -197,6 +197,20 @@ ensure() {
 	mv -f "$tmp" "$dir/$name"
 }
 
+# ensure_crds fetches CRDs with $fetcher into $dir/crds unless they are
+# there, through a temporary name as ensure does, and prints $dir.
+ensure_crds() {
+	local dir="$1" fetcher="$2" tmp
+	if [ ! -d "$dir/crds" ]; then
+		mkdir -p "$(dirname "$dir")"
+		tmp="$dir.partial.$$"
+		rm -rf "$tmp"
+		"$fetcher" "$tmp"
+		mv -f "$tmp" "$dir"
+	fi
+	echo "$dir"
+}
+
 case "${1:-}" in
 envtest)
 	# -2: the API server reports its version (build flags changed).
@@ -221,26 +235,10 @@ incluster-ipam)
 	echo "$dir"
 	;;
 cert-manager-crds)
-	dir="$CACHE_ROOT/cert-manager/${CERT_MANAGER_VERSION}"
-	if [ ! -d "$dir/crds" ]; then
-		mkdir -p "$(dirname "$dir")"
-		tmp="$dir.partial.$$"
-		rm -rf "$tmp"
-		fetch_cert_manager_crds "$tmp"
-		mv -f "$tmp" "$dir"
-	fi
-	echo "$dir"
+	ensure_crds "$CACHE_ROOT/cert-manager/${CERT_MANAGER_VERSION}" fetch_cert_manager_crds
 	;;
 upstream-capm3-crds)
-	dir="$CACHE_ROOT/upstream-capm3/${UPSTREAM_CAPM3_VERSION}"
-	if [ ! -d "$dir/crds" ]; then
-		mkdir -p "$(dirname "$dir")"
-		tmp="$dir.partial.$$"
-		rm -rf "$tmp"
-		fetch_upstream_capm3_crds "$tmp"
-		mv -f "$tmp" "$dir"
-	fi
-	echo "$dir"
+	ensure_crds "$CACHE_ROOT/upstream-capm3/${UPSTREAM_CAPM3_VERSION}" fetch_upstream_capm3_crds
 	;;
 *)
 	echo "usage: $0 envtest|bmo|ipam|incluster-ipam|cert-manager-crds|upstream-capm3-crds" >&2

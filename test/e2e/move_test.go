@@ -89,21 +89,7 @@ var _ = Describe("clusterctl move with a remote pool", func() {
 		By("Moving the cluster to a second management cluster")
 		// The target needs no Bare Metal Operator: the moved cluster's
 		// hosts are in the pool its identity names.
-		target := environment.AddManagement(GinkgoT(), env.ManagementOptions{Name: "management-target", WithoutBareMetalOperator: true})
-		targetProxy := framework.NewClusterProxy(target.Name, target.WriteKubeconfig(GinkgoT()), env.Scheme())
-		DeferCleanup(func() { targetProxy.Dispose(ctx) })
-		clusterctllog.SetLogger(funcr.New(func(prefix, args string) {
-			fmt.Fprintln(os.Stderr, "clusterctl", prefix, args)
-		}, funcr.Options{Verbosity: 5}))
-		DeferCleanup(func() { clusterctllog.SetLogger(logr.Discard()) })
-		clusterctl, err := clusterctlclient.New(ctx, "")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(clusterctl.Move(ctx, clusterctlclient.MoveOptions{
-			FromKubeconfig: clusterctlclient.Kubeconfig{Path: management.GetKubeconfigPath()},
-			ToKubeconfig:   clusterctlclient.Kubeconfig{Path: targetProxy.GetKubeconfigPath()},
-			Namespace:      c.namespace,
-		})).To(Succeed())
-		c.proxy = targetProxy
+		targetProxy := c.moveToNewManagement("management-target")
 
 		By("Checking that every moved Metal3Machine is on its host, with a new UID")
 		Eventually(func(g Gomega) {
@@ -140,3 +126,27 @@ var _ = Describe("clusterctl move with a remote pool", func() {
 		c.deleteAndWaitReleased()
 	})
 })
+
+// moveToNewManagement runs `clusterctl move` of c's namespace from the
+// first management cluster to a new one named name, without BMO CRDs (the
+// moved cluster's hosts are in a pool its identity names), and points c at
+// it.
+func (c *tenantCluster) moveToNewManagement(name string) framework.ClusterProxy {
+	GinkgoHelper()
+	target := environment.AddManagement(GinkgoT(), env.ManagementOptions{Name: name, WithoutBareMetalOperator: true})
+	targetProxy := framework.NewClusterProxy(target.Name, target.WriteKubeconfig(GinkgoT()), env.Scheme())
+	DeferCleanup(func() { targetProxy.Dispose(ctx) })
+	clusterctllog.SetLogger(funcr.New(func(prefix, args string) {
+		fmt.Fprintln(os.Stderr, "clusterctl", prefix, args)
+	}, funcr.Options{Verbosity: 5}))
+	DeferCleanup(func() { clusterctllog.SetLogger(logr.Discard()) })
+	clusterctl, err := clusterctlclient.New(ctx, "")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(clusterctl.Move(ctx, clusterctlclient.MoveOptions{
+		FromKubeconfig: clusterctlclient.Kubeconfig{Path: management.GetKubeconfigPath()},
+		ToKubeconfig:   clusterctlclient.Kubeconfig{Path: targetProxy.GetKubeconfigPath()},
+		Namespace:      c.namespace,
+	})).To(Succeed())
+	c.proxy = targetProxy
+	return targetProxy
+}

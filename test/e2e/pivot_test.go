@@ -20,21 +20,14 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
-	"os"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clusterctlclient "sigs.k8s.io/cluster-api/cmd/clusterctl/client"
-	clusterctllog "sigs.k8s.io/cluster-api/cmd/clusterctl/log"
-	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -177,21 +170,7 @@ var _ = Describe("The pivot from an all-in-one bootstrap cluster", func() {
 		c.waitMachinesRunning(2)
 
 		By("7. clusterctl move to a management cluster without BMO")
-		target := environment.AddManagement(GinkgoT(), env.ManagementOptions{Name: "management-pivot", WithoutBareMetalOperator: true})
-		targetProxy := framework.NewClusterProxy(target.Name, target.WriteKubeconfig(GinkgoT()), env.Scheme())
-		DeferCleanup(func() { targetProxy.Dispose(ctx) })
-		clusterctllog.SetLogger(funcr.New(func(prefix, args string) {
-			fmt.Fprintln(os.Stderr, "clusterctl", prefix, args)
-		}, funcr.Options{Verbosity: 5}))
-		DeferCleanup(func() { clusterctllog.SetLogger(logr.Discard()) })
-		clusterctl, err := clusterctlclient.New(ctx, "")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(clusterctl.Move(ctx, clusterctlclient.MoveOptions{
-			FromKubeconfig: clusterctlclient.Kubeconfig{Path: management.GetKubeconfigPath()},
-			ToKubeconfig:   clusterctlclient.Kubeconfig{Path: targetProxy.GetKubeconfigPath()},
-			Namespace:      ns,
-		})).To(Succeed())
-		c.proxy = targetProxy
+		c.moveToNewManagement("management-pivot")
 		c.waitMachinesRunning(2)
 		Consistently(func(g Gomega) {
 			g.Expect(pivotHostsOf(g, c.boundHosts(g))).To(Equal(before))
