@@ -146,6 +146,15 @@ func run(suite *testenv.Suite, exitWhenReady bool, controlPlane, workers int64, 
 	for _, name := range []string{"management", "pool", "workload"} {
 		fmt.Fprintf(out, "  kubectl --kubeconfig %s get ...\n", paths[name])
 	}
+	// The provider and the binder run as the release installs them: an API
+	// server refusing them anything is a permission config/ lacks.
+	forbidden, err := e.Forbidden()
+	if err != nil {
+		return err
+	}
+	if len(forbidden) > 0 {
+		return fmt.Errorf("requests of the shipped ServiceAccounts answered 403 Forbidden: %v", forbidden)
+	}
 	if exitWhenReady {
 		return nil
 	}
