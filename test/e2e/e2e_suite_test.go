@@ -95,8 +95,9 @@ var _ = BeforeSuite(func() {
 // installs them (their ServiceAccounts, Roles and ClusterRoles from
 // config/), and no API server refused them anything, across every flow of
 // the suite (in-cluster with data templates and both IPAMs, identity
-// Secrets, Metal3ClusterIdentities, HostClaim mode, remediation, scaling,
-// move, deletion). A 403 is a permission config/ lacks.
+// Secrets, a Metal3ClusterIdentity, HostClaim mode in both places, scaling,
+// an outage, move and the pivot, deletion). A 403 is a permission config/
+// lacks. Remediation runs in test/remediation, which checks the same.
 var _ = AfterSuite(func() {
 	forbidden, err := environment.Forbidden()
 	Expect(err).NotTo(HaveOccurred())

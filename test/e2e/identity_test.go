@@ -21,6 +21,9 @@ package e2e
 import (
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -67,6 +70,34 @@ var _ = Describe("A machine pool with its own identityRef", func() {
 			c.expectSecretsNextToHosts(g)
 		}).Should(Succeed())
 
+		c.deleteAndWaitReleased()
+	})
+})
+
+var _ = Describe("A cluster whose identityRef names a Metal3ClusterIdentity", func() {
+	It("takes its hosts from the pool the platform admin's identity names, and gives them back", func() {
+		const tenantNamespace, poolNamespace, identityName = "tenant-platform", "pool-platform", "pool-platform"
+		kubeconfig, err := environment.AddPool(ctx, GinkgoT(), poolNamespace, "platform-identity", 2)
+		Expect(err).NotTo(HaveOccurred())
+		// What the platform admin sets up: the pool's kubeconfig in the
+		// provider's namespace, and an identity admitting the tenant.
+		mgmt := environment.Management
+		Expect(mgmt.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "capm3-system", Name: identityName + "-kubeconfig"},
+			Data:       map[string][]byte{"kubeconfig": kubeconfig},
+		})).To(Succeed())
+		Expect(mgmt.Client.Create(ctx, &infrav1.Metal3ClusterIdentity{
+			ObjectMeta: metav1.ObjectMeta{Name: identityName},
+			Spec: infrav1.Metal3ClusterIdentitySpec{
+				SecretRef:         infrav1.KubeconfigSecretReference{Name: identityName + "-kubeconfig"},
+				AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{tenantNamespace}},
+			},
+		})).To(Succeed())
+		c := newTenant(mgmt, management, env.ClusterSpec{
+			Namespace: tenantNamespace, Name: "platform", ClusterIdentity: identityName, Workers: 1,
+		}, environment.Pool.Client, poolNamespace)
+		c.waitMachinesRunning(2)
+		Eventually(c.expectSecretsNextToHosts).Should(Succeed())
 		c.deleteAndWaitReleased()
 	})
 })

@@ -118,6 +118,9 @@ type ClusterSpec struct {
 	// IPPools each give every machine's metadata an address, under the
 	// key ip-<i>.
 	IPPools []infrav1.MetaDataFromIPPool
+	// ClusterIdentity, when set, is the Metal3ClusterIdentity the
+	// Metal3Cluster's identityRef names (instead of Identity).
+	ClusterIdentity string
 }
 
 // Image is what every machine of these clusters is provisioned with; the
@@ -155,6 +158,9 @@ func (m *Management) CreateCluster(ctx context.Context, t testenv.T, workload *t
 	if len(spec.Identity) > 0 {
 		objects = append(objects, identitySecret(ns, name+"-pool-identity", spec.Identity))
 		m3c.Spec.IdentityRef = &infrav1.IdentityRef{Name: name + "-pool-identity"}
+	}
+	if spec.ClusterIdentity != "" {
+		m3c.Spec.IdentityRef = &infrav1.IdentityRef{Kind: infrav1.IdentityKindMetal3ClusterIdentity, Name: spec.ClusterIdentity}
 	}
 	machineSpec := infrav1.Metal3MachineSpec{Image: Image, DataTemplate: &corev1.ObjectReference{Name: name + "-nodes"}}
 	workerSpec := *machineSpec.DeepCopy()
