@@ -287,10 +287,12 @@ func (r *Metal3MachineReconciler) reportIdentity(ctx context.Context, m3m *infra
 	if m3m.Spec.IdentityRef == nil && resolved {
 		conditions.Delete(m3m, infrav1.IdentityReadyCondition)
 		if err != nil {
-			// The in-cluster identity fails only when the management
-			// cluster serves no host API: its reason says so.
+			// The cluster's identity is reported on the Metal3Cluster;
+			// the machine says it is not ready, unless the management
+			// cluster serves no host API at all (the in-cluster
+			// identity's one failure), which it names.
 			reason := infrav1.IdentityNotReadyReason
-			if ie, ok := identity.AsError(err); ok {
+			if ie, ok := identity.AsError(err); ok && ie.Reason == infrav1.IdentityHostAPINotServedReason {
 				reason = ie.Reason
 			}
 			setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, reason, err.Error())
