@@ -38,7 +38,8 @@ import (
 // on one that serves no BareMetalHost API (it used to exit, looking the kind
 // up for its cache). A cluster without identityRef there is told that its
 // hosts' API is missing; once the operator's CRDs are installed, the same
-// manager, not restarted, finds them. Tenants with an identity on such a
+// manager, not restarted, finds them. The manager runs as shipped: its
+// ServiceAccount, RBAC and Deployment arguments. Tenants with an identity on such a
 // management cluster are served end to end by the e2e move spec.
 func TestManagerWithoutBareMetalOperator(t *testing.T) {
 	g := NewWithT(t)
@@ -49,28 +50,20 @@ func TestManagerWithoutBareMetalOperator(t *testing.T) {
 		CRDs:              testenv.ProviderCRDs(t),
 		CRDDirectoryPaths: []string{testenv.CAPICRDPath(t)},
 	})
-	healthAddr := testenv.FreeLoopbackAddr(t)
-	opts, err := parseOptions([]string{
-		"--kubeconfig", env.WriteKubeconfig(t),
-		"--health-addr", healthAddr,
-		"--diagnostics-address", "0",
-		"--webhook-port", "0",
-	})
+	// The manager binary as its release installs it, in a process of its
+	// own (run's controllers register process-wide names).
+	path, err := testenv.Manager.Path()
 	g.Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, opts) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	healthAddr := testenv.FreeLoopbackAddr(t)
+	env.RunShipped(t, testenv.ShippedProvider(t, nil), path, map[string]string{
+		"webhook-port": "0", "health-addr": healthAddr, "diagnostics-address": "0",
 	})
 	g.Eventually(func() (int, error) {
 		code, _, err := httpStatus("http://" + healthAddr + "/readyz")
 		return code, err
-	}).WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).
+	}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).
 		Should(Equal(200), "the manager runs without the BareMetalHost CRD")
+	ctx := context.Background()
 
 	const namespace, name = "tenant-incluster", "incluster"
 	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())

@@ -37,8 +37,12 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
+// probeClient gives up on a server that does not answer: a port another
+// process took meanwhile may accept and never respond.
+var probeClient = &http.Client{Timeout: 2 * time.Second}
+
 func httpStatus(url string) (int, string, error) {
-	resp, err := http.Get(url) //nolint:noctx // short-lived probe against a local test server
+	resp, err := probeClient.Get(url) //nolint:noctx // short-lived probe against a local test server
 	if err != nil {
 		return 0, "", err
 	}
@@ -62,34 +66,25 @@ func TestManagerAgainstAPIServer(t *testing.T) {
 	})
 	kubeconfig := env.WriteKubeconfig(t)
 
-	healthAddr := testenv.FreeLoopbackAddr(t)
-	metricsAddr := testenv.FreeLoopbackAddr(t)
 	const leaseName = "capm3-manager-test"
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	opts, err := parseOptions([]string{
-		"--kubeconfig", kubeconfig,
-		"--health-addr", healthAddr,
-		"--diagnostics-address", metricsAddr,
-		"--insecure-diagnostics",
-		"--webhook-port", "0",
-		"--leader-elect",
-		"--leader-elect-id", leaseName,
-		"--leader-elect-namespace", "default",
-		"--leader-elect-lease-duration", "4s",
-		"--leader-elect-renew-deadline", "3s",
-		"--leader-elect-retry-period", "500ms",
+	healthAddr, metricsAddr, done := startManager(ctx, t, func(healthAddr, metricsAddr string) []string {
+		return []string{
+			"--kubeconfig", kubeconfig,
+			"--health-addr", healthAddr,
+			"--diagnostics-address", metricsAddr,
+			"--insecure-diagnostics",
+			"--webhook-port", "0",
+			"--leader-elect",
+			"--leader-elect-id", leaseName,
+			"--leader-elect-namespace", "default",
+			"--leader-elect-lease-duration", "4s",
+			"--leader-elect-renew-deadline", "3s",
+			"--leader-elect-retry-period", "500ms",
+		}
 	})
-	g.Expect(err).NotTo(HaveOccurred())
-	go func() { done <- run(ctx, opts) }()
-
-	g.Eventually(func() (int, error) {
-		code, _, err := httpStatus("http://" + healthAddr + "/readyz")
-		return code, err
-	}).WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).
-		Should(Equal(http.StatusOK), "readyz should answer once the manager runs")
 
 	code, _, err := httpStatus("http://" + healthAddr + "/healthz")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -121,6 +116,43 @@ func TestManagerAgainstAPIServer(t *testing.T) {
 	// lease duration after a clean rollout.
 	g.Expect(env.Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: leaseName}, lease)).To(Succeed())
 	g.Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).To(BeEmpty(), "lease should be released on shutdown")
+}
+
+// startManager runs the manager's run function with the flags args gives
+// for free loopback probe and metrics addresses, until readyz answers, and
+// returns those addresses and the channel run's result arrives on. A port
+// another test process took between FreeLoopbackAddr and the bind is
+// given up for new ones (twice at most); any other exit fails the test.
+func startManager(ctx context.Context, t *testing.T, args func(healthAddr, metricsAddr string) []string) (string, string, chan error) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		healthAddr, metricsAddr := testenv.FreeLoopbackAddr(t), testenv.FreeLoopbackAddr(t)
+		opts, err := parseOptions(args(healthAddr, metricsAddr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, opts) }()
+		deadline := time.After(30 * time.Second)
+		for {
+			if code, _, err := httpStatus("http://" + healthAddr + "/readyz"); err == nil && code == http.StatusOK {
+				return healthAddr, metricsAddr, done
+			}
+			select {
+			case err := <-done:
+				if err != nil && strings.Contains(err.Error(), "address already in use") && attempt < 3 {
+					t.Logf("attempt %d: %v; new ports", attempt, err)
+				} else {
+					t.Fatalf("the manager exited before readyz answered: %v", err)
+				}
+			case <-deadline:
+				t.Fatal("readyz did not answer within 30 s of the manager's start")
+			case <-time.After(200 * time.Millisecond):
+				continue
+			}
+			break
+		}
+	}
 }
 
 func TestRunRejectsInvalidFlags(t *testing.T) {
