@@ -39,7 +39,7 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/render"
 )
 
@@ -87,15 +87,19 @@ type DataManager struct {
 	HostNameIPClaims bool
 }
 
-// input is what the template renders from. The host is the tenant's view of
-// it (hostclaim.TenantView) in either host mode: a template's fromLabels or
-// fromAnnotations would otherwise copy the BMC address or credentials name
-// (BMO's status annotation, kubectl's last applied configuration) into the
-// metadata the tenant's node boots with.
+// input is what the template renders from. The host's labels and
+// annotations are the tenant's view of them in either host mode (see
+// hostbinding.Host): a template's fromLabels or fromAnnotations would
+// otherwise copy the BMC address or credentials name (BMO's status
+// annotation, kubectl's last applied configuration) into the metadata the
+// tenant's node boots with.
 func (m *DataManager) input() render.Input {
 	return render.Input{
 		Template: &m.Template.Spec, Index: m.Data.Spec.Index, Namespace: m.Data.Namespace,
-		Machine: m.Machine, Metal3Machine: m.Metal3Machine, Host: hostclaim.TenantView(m.Host.BareMetalHost),
+		Machine: m.Machine, Metal3Machine: m.Metal3Machine, Host: &render.Host{
+			Namespace: m.Host.Namespace, Name: m.Host.Name, Labels: m.Host.Labels, Annotations: m.Host.Annotations,
+			Hardware: m.Host.Hardware, BootMACAddress: m.Host.BootMACAddress,
+		},
 	}
 }
 
@@ -124,7 +128,7 @@ func (m *DataManager) Reconcile(ctx context.Context) error {
 	}
 
 	if m.Template.Spec.MetaData != nil {
-		ref, err := m.writeSecret(m.Data.Status.MetaData)(ctx, m.Access, m.Host, m.Data, "Metal3Data", hostbinding.MetaDataPurpose,
+		ref, err := m.writeSecret(m.Data.Status.MetaData)(ctx, m.Access, m.Host, m.Data, "Metal3Data", pool.MetaDataPurpose,
 			map[string][]byte{metaDataKey: metaData})
 		if err != nil {
 			return err
@@ -132,7 +136,7 @@ func (m *DataManager) Reconcile(ctx context.Context) error {
 		m.Data.Status.MetaData = &infrav1.SecretReference{Namespace: ref.Namespace, Name: ref.Name}
 	}
 	if m.Template.Spec.NetworkData != nil {
-		ref, err := m.writeSecret(m.Data.Status.NetworkData)(ctx, m.Access, m.Host, m.Data, "Metal3Data", hostbinding.NetworkDataPurpose,
+		ref, err := m.writeSecret(m.Data.Status.NetworkData)(ctx, m.Access, m.Host, m.Data, "Metal3Data", pool.NetworkDataPurpose,
 			map[string][]byte{networkDataKey: networkData})
 		if err != nil {
 			return err
@@ -157,7 +161,7 @@ func (m *DataManager) DeleteHostSecrets(ctx context.Context) error {
 	for _, s := range []struct {
 		ref     *infrav1.SecretReference
 		purpose string
-	}{{m.Data.Status.MetaData, hostbinding.MetaDataPurpose}, {m.Data.Status.NetworkData, hostbinding.NetworkDataPurpose}} {
+	}{{m.Data.Status.MetaData, pool.MetaDataPurpose}, {m.Data.Status.NetworkData, pool.NetworkDataPurpose}} {
 		if s.ref == nil {
 			continue
 		}

@@ -20,8 +20,8 @@ import (
 	"strings"
 	"testing"
 
-	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
@@ -35,7 +35,7 @@ import (
 // provider-id: metal3://{{ ds.meta_data.providerid }} registers with the
 // machine's provider ID; a template's own providerid entry wins.
 func TestMetaDataProviderID(t *testing.T) {
-	host := &bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "pool-a", Name: "node-3"}}
+	host := &render.Host{Namespace: "pool-a", Name: "node-3"}
 	m3m := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0"}}
 	for _, tt := range []struct {
 		name    string
@@ -43,7 +43,7 @@ func TestMetaDataProviderID(t *testing.T) {
 		want    string
 	}{
 		{name: "default", strings: []infrav1.MetaDataString{{Key: "role", Value: "worker"}},
-			want: strings.TrimPrefix(hostbinding.ProviderID(host, m3m), "metal3://")},
+			want: strings.TrimPrefix(hostbinding.ProviderID(types.NamespacedName{Namespace: host.Namespace, Name: host.Name}, m3m), "metal3://")},
 		{name: "the template's own entry", strings: []infrav1.MetaDataString{{Key: render.ProviderIDKey, Value: "custom"}},
 			want: "custom"},
 	} {

@@ -234,8 +234,7 @@ func (r *Metal3DataReconciler) render(ctx context.Context, data *infrav1.Metal3D
 	if err := identity.RecordOn(data, id, dm.m3m.Name); err != nil {
 		return ctrl.Result{}, err
 	}
-	binding := hostbinding.For(dm.id.Mode, hostbinding.Options{Client: r.Client, Access: access, Machine: dm.machine, M3Machine: dm.m3m})
-	host, err := binding.Host(ctx)
+	host, err := hostbinding.Lookup(ctx, dm.id.Mode, access, dm.m3m)
 	switch {
 	case err != nil && !errors.Is(err, hostbinding.ErrHostNotFound):
 		return ctrl.Result{}, err

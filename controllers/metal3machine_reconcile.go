@@ -103,7 +103,7 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 		ctrl.LoggerFrom(ctx).Info("Bound to a host", "host", klog.KRef(host.Namespace, host.Name), "identity", s.access.Key().String())
 	}
 	associated := "Host " + host.String()
-	if recorded := m3m.Annotations[infrav1.HostAnnotation]; recorded != "" && recorded != host.String() && host.BareMetalHost != nil {
+	if recorded := m3m.Annotations[infrav1.HostAnnotation]; recorded != "" && recorded != host.String() {
 		// The record is immutable (it cannot be pointed elsewhere by a
 		// tenant); the host found by its consumerRef is the truth.
 		associated += fmt.Sprintf(" (the machine records %s: the host moved, found by its consumerRef in namespace %s)",

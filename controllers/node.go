@@ -33,7 +33,6 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 )
 
@@ -104,11 +103,11 @@ func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineS
 	// The machine's recorded provider ID: a machine upstream CAPM3
 	// provisioned may record its legacy metal3://<host UID>, which its
 	// Node carries.
-	providerID := hostbinding.MachineProviderID(host.BareMetalHost, s.m3m)
+	providerID := host.MachineProviderID(s.m3m)
 	query := workload.NodeQuery{NodeName: nodeName, ProviderID: providerID}
 	if !cloudProvider {
 		query.HostUID = string(host.UID)
-		if hw := host.BareMetalHost.Status.HardwareDetails; hw != nil && hw.Hostname != "" {
+		if hw := host.Hardware; hw != nil && hw.Hostname != "" {
 			query.Hostnames = []string{hw.Hostname}
 		}
 	}
@@ -133,9 +132,10 @@ func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineS
 			return ctrl.Result{}, nodeLink{}, fmt.Errorf("node %s has providerID %q, not %q", node.Name, node.Spec.ProviderID, providerID)
 		}
 	}
-	// The tenant's view of the host: no label quoting its BMC reaches the
-	// Node, whatever prefixes the tenant's Metal3Cluster names.
-	labelsChanged := workload.SyncLabels(node, hostclaim.TenantLabels(host.BareMetalHost), prefixes)
+	// The tenant's view of the host (hostbinding.Host.Labels): no label
+	// quoting its BMC reaches the Node, whatever prefixes the tenant's
+	// Metal3Cluster names.
+	labelsChanged := workload.SyncLabels(node, host.Labels, prefixes)
 	if node.Spec.ProviderID != before.Spec.ProviderID || labelsChanged {
 		if err := workloadClient.Patch(ctx, node, client.MergeFrom(before)); err != nil {
 			r.reportWorkload(ctx, s.m3m, workload.Classify(clusterKey, err))

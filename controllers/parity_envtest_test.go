@@ -106,7 +106,7 @@ func TestNodeFoundByHostname(t *testing.T) {
 		corev1.LabelHostname: host.Name}}}
 	g.Expect(workloadEnv.Client.Create(ctx, other)).To(Succeed())
 	g.Expect(workloadEnv.Client.Create(ctx, node)).To(Succeed())
-	want := hostbinding.ProviderID(host, m3m)
+	want := hostbinding.ProviderID(client.ObjectKeyFromObject(host), m3m)
 	g.Eventually(func() (string, error) {
 		err := workloadEnv.Client.Get(ctx, client.ObjectKeyFromObject(node), node)
 		return node.Spec.ProviderID, err

@@ -30,6 +30,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // TestReleaseTrustsThePool plays a tenant against its own objects, with the
@@ -102,7 +103,7 @@ func TestReleaseTrustsThePool(t *testing.T) {
 	g.Expect(deprovisionedWith).To(HaveEach(bmov1alpha1.CleaningModeMetadata), "deprovisioned with the pool's cleaning mode")
 	g.Expect(host.Spec.AutomatedCleaningMode).To(Equal(bmov1alpha1.CleaningModeMetadata), "the pool's cleaning mode is back")
 	g.Expect(host.Annotations).NotTo(HaveKey(hostbinding.PoolCleaningModeAnnotation))
-	g.Expect(host.Annotations).NotTo(HaveKey(hostbinding.UncleanedAnnotation))
+	g.Expect(host.Annotations).NotTo(HaveKey(pool.UncleanedAnnotation))
 
 	second := cluster.machine(t, mgmt.Client, "second", nil)
 	g.Eventually(func(g Gomega) {

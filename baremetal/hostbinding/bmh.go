@@ -35,6 +35,8 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 const (
@@ -73,12 +75,18 @@ type Options struct {
 	InFlight *ClaimsInFlight
 }
 
+// machineSide is what both bindings do on the machine's side, whatever
+// they bind it to: its options, image and user data, the Secrets it writes
+// next to a host, its Events. Each binding holds one and neither holds the
+// other, so a method added to one binding never applies to the other.
+type machineSide struct{ Options }
+
 // ForBareMetalHosts is the binding that claims BareMetalHosts directly,
 // through m's identity: the machine's own consumerRef on the host is the
 // claim, written in one update guarded by the host's resourceVersion.
-func ForBareMetalHosts(opts Options) Binding { return &bmhBinding{Options: opts} }
+func ForBareMetalHosts(opts Options) Binding { return &bmhBinding{machineSide{opts}} }
 
-type bmhBinding struct{ Options }
+type bmhBinding struct{ machineSide }
 
 var _ Binding = &bmhBinding{}
 
@@ -92,7 +100,15 @@ func hostView(bmh *bmov1alpha1.BareMetalHost) *Host {
 		UID:                 bmh.UID,
 		State:               bmh.Status.Provisioning.State,
 		ProvisioningStarted: bmh.Spec.Image != nil || bmh.Spec.CustomDeploy != nil,
-		BareMetalHost:       bmh,
+		PoweredOn:           bmh.Status.PoweredOn,
+		Labels:              hostclaim.TenantLabels(bmh),
+		Annotations:         hostclaim.TenantAnnotations(bmh),
+		Hardware:            bmh.Status.HardwareDetails,
+		BootMACAddress:      bmh.Spec.BootMACAddress,
+		UserData:            bmh.Spec.UserData,
+		MetaData:            bmh.Spec.MetaData,
+		NetworkData:         bmh.Spec.NetworkData,
+		bmh:                 bmh,
 	}
 	if bmh.Status.OperationalStatus == bmov1alpha1.OperationalStatusError {
 		view.ErrorMessage = bmh.Status.ErrorMessage
@@ -115,7 +131,7 @@ func (m *bmhBinding) event(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 
 // lostEvent tells that the machine goes without its host recorded, on an
 // operator's word (HostLost).
-func (m *bmhBinding) lostEvent(ctx context.Context, recorded string) {
+func (m *machineSide) lostEvent(ctx context.Context, recorded string) {
 	note := fmt.Sprintf("Released the machine without its host %s, which cannot be found through %s: annotation %s says it is lost",
 		recorded, m.Access.Key(), infrav1.HostLostAnnotation)
 	ctrl.LoggerFrom(ctx).Info(note, "metal3Machine", klog.KObj(m.M3Machine), "reason", "HostLost")
@@ -194,17 +210,17 @@ func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 		m.recordAssociation(host)
 		return hostView(host), nil
 	}
-	candidates, keptNotReady, err := rankHosts(hosts.Items, m.M3Machine, m.failureDomain(), m.Reuse)
+	selection, err := Choose(hosts.Items, m.M3Machine, m.failureDomain(), m.Reuse)
 	if err != nil {
 		return nil, err
 	}
-	if len(keptNotReady) > 0 && (len(candidates) == 0 || m.Reuse.reservation(candidates[0]) != reservedForMachine) {
+	if host := selection.WaitFor; host != nil {
 		// Node reuse: the owner's released host comes back to it; the
 		// machine does not take another one meanwhile.
-		host := keptNotReady[0]
 		return nil, fmt.Errorf("%w: host %s/%s is kept for %s and is %s", ErrNoAvailableHost, host.Namespace, host.Name,
 			m.Reuse.Owner, stateName(host.Status.Provisioning.State))
 	}
+	candidates := selection.Candidates
 	if len(candidates) == 0 {
 		return nil, ErrNoAvailableHost
 	}
@@ -214,16 +230,16 @@ func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 			break
 		}
 		holdKey := m.Access.Key().String() + "/" + candidate.Namespace + "/" + candidate.Name
-		if !m.InFlight.hold(holdKey, infrav1.ConsumerID(m.M3Machine), candidate.ResourceVersion) {
+		if !m.InFlight.Hold(holdKey, infrav1.ConsumerID(m.M3Machine), candidate.ResourceVersion) {
 			continue // another machine of this process is claiming it
 		}
 		attempts++
 		host, err := m.claim(ctx, candidate)
 		if err != nil {
-			m.InFlight.drop(holdKey, infrav1.ConsumerID(m.M3Machine))
+			m.InFlight.Drop(holdKey, infrav1.ConsumerID(m.M3Machine))
 		}
 		if err == nil {
-			m.InFlight.claimed(holdKey, infrav1.ConsumerID(m.M3Machine), host.ResourceVersion)
+			m.InFlight.Taken(holdKey, infrav1.ConsumerID(m.M3Machine), host.ResourceVersion)
 			m.recordAssociation(host)
 			m.event(ctx, host, "HostClaimed", "Claimed host %s/%s", host.Namespace, host.Name)
 			return hostView(host), nil
@@ -256,7 +272,7 @@ func (m *bmhBinding) claim(ctx context.Context, candidate *bmov1alpha1.BareMetal
 	// A host kept for node reuse may come back with its last consumer's
 	// cleaning mode: the pool's goes first, the machine's on top of it.
 	restorePoolCleaningMode(host)
-	delete(host.Annotations, UncleanedAnnotation)
+	delete(host.Annotations, pool.UncleanedAnnotation)
 	// A machine with a dataTemplate only takes the host here; it is given
 	// what to provision once its data is rendered (see Provision).
 	if !UsesDataTemplate(m.M3Machine) {
@@ -325,7 +341,7 @@ func (m *bmhBinding) consumes(host *bmov1alpha1.BareMetalHost) bool {
 		(ref.UID == "" || ref.UID == infrav1.ConsumerID(m.M3Machine))
 }
 
-func (m *bmhBinding) failureDomain() string {
+func (m *machineSide) failureDomain() string {
 	if m.Machine.Spec.FailureDomain != "" {
 		return m.Machine.Spec.FailureDomain
 	}
@@ -334,7 +350,7 @@ func (m *bmhBinding) failureDomain() string {
 
 // Sync implements Binding.
 func (m *bmhBinding) Sync(ctx context.Context, view *Host) (bool, error) {
-	host := view.BareMetalHost
+	host := view.bmh
 	updated := host.DeepCopy()
 	setCleaningMode(updated, m.M3Machine.Spec.AutomatedCleaningMode)
 	if updated.Annotations[bmov1alpha1.PausedAnnotation] == pausedByUs {
@@ -352,51 +368,18 @@ func (m *bmhBinding) Sync(ctx context.Context, view *Host) (bool, error) {
 	// Machine and the Node carries it. One upstream CAPM3 recorded (its
 	// legacy metal3://<host UID>, or a cloud provider's) is kept.
 	if m.M3Machine.Spec.ProviderID == nil || *m.M3Machine.Spec.ProviderID == "" {
-		providerID := ProviderID(host, m.M3Machine)
+		providerID := view.ProviderID(m.M3Machine)
 		m.M3Machine.Spec.ProviderID = &providerID
 	}
-	m.M3Machine.Status.Addresses = hostAddresses(host)
-	m.M3Machine.Status.FailureDomain = host.Labels[FailureDomainLabel]
+	m.M3Machine.Status.Addresses = view.Addresses()
+	m.M3Machine.Status.FailureDomain = view.FailureDomain()
 	return true, nil
-}
-
-// ProviderID is metal3://<host-namespace>/<host-name>/<metal3machine-name>.
-func ProviderID(host *bmov1alpha1.BareMetalHost, m3m *infrav1.Metal3Machine) string {
-	return fmt.Sprintf("metal3://%s/%s/%s", host.Namespace, host.Name, m3m.Name)
-}
-
-// MachineProviderID is the provider ID m3m records, else the one its host
-// gives it.
-func MachineProviderID(host *bmov1alpha1.BareMetalHost, m3m *infrav1.Metal3Machine) string {
-	if id := m3m.Spec.ProviderID; id != nil && *id != "" {
-		return *id
-	}
-	return ProviderID(host, m3m)
-}
-
-func hostAddresses(host *bmov1alpha1.BareMetalHost) []clusterv1.MachineAddress {
-	hw := host.Status.HardwareDetails
-	if hw == nil {
-		return nil
-	}
-	var addresses []clusterv1.MachineAddress
-	for _, nic := range hw.NIC {
-		if nic.IP != "" {
-			addresses = append(addresses, clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: nic.IP})
-		}
-	}
-	if hw.Hostname != "" {
-		addresses = append(addresses,
-			clusterv1.MachineAddress{Type: clusterv1.MachineHostName, Address: hw.Hostname},
-			clusterv1.MachineAddress{Type: clusterv1.MachineInternalDNS, Address: hw.Hostname})
-	}
-	return addresses
 }
 
 // Pause implements Binding with the Bare Metal Operator's pause annotation,
 // so BMO leaves a paused cluster's hosts alone.
 func (m *bmhBinding) Pause(ctx context.Context, view *Host, paused bool) error {
-	host := view.BareMetalHost
+	host := view.bmh
 	updated := host.DeepCopy()
 	current, has := host.Annotations[bmov1alpha1.PausedAnnotation]
 	switch {

@@ -39,6 +39,7 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	fakeaccess "github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess/fake"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 const poolNamespace = "pool"
@@ -312,7 +313,7 @@ func TestMovedMachineKeepsItsHost(t *testing.T) {
 	if err != nil || host == nil || host.Name != "host-0" {
 		t.Fatalf("moved machine: Host = %v, %v; want host-0", host, err)
 	}
-	if got := hostSecretName(moved, UserDataPurpose); got != userData.Name {
+	if got := hostSecretName(moved, pool.UserDataPurpose); got != userData.Name {
 		t.Errorf("moved machine names its user data %s, the host has %s", got, userData.Name)
 	}
 

@@ -18,6 +18,8 @@ package hostbinding
 
 import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // A consumer may choose how its host is cleaned (a Metal3Machine's
@@ -28,7 +30,7 @@ import (
 // given back before the host is deprovisioned. The one exception is a host
 // kept for its owner's next machine (node reuse), which upstream CAPM3
 // deprovisions without cleaning to keep its disks across an upgrade: it is
-// marked (UncleanedAnnotation) so that no other cluster takes it.
+// marked (pool.UncleanedAnnotation) so that no other cluster takes it.
 
 // setCleaningMode gives host the consumer's cleaning mode, if it chose one,
 // after recording the pool's.
@@ -67,9 +69,9 @@ func releaseCleaning(host *bmov1alpha1.BareMetalHost, keptFor string) {
 		restorePoolCleaningMode(host)
 		return
 	}
-	pool, recorded := host.Annotations[PoolCleaningModeAnnotation]
-	if recorded && effectiveCleaningMode(host) == bmov1alpha1.CleaningModeDisabled && pool != string(bmov1alpha1.CleaningModeDisabled) {
-		host.Annotations[UncleanedAnnotation] = keptFor
+	poolMode, recorded := host.Annotations[PoolCleaningModeAnnotation]
+	if recorded && effectiveCleaningMode(host) == bmov1alpha1.CleaningModeDisabled && poolMode != string(bmov1alpha1.CleaningModeDisabled) {
+		host.Annotations[pool.UncleanedAnnotation] = keptFor
 	}
 }
 

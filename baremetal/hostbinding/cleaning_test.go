@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // TestReleaseGivesThePoolItsCleaningBack plays a tenant whose machine
@@ -78,8 +79,8 @@ func TestReleaseGivesThePoolItsCleaningBack(t *testing.T) {
 			if got := deprovisioning.Spec.AutomatedCleaningMode; got != tt.want {
 				t.Errorf("deprovisioned with cleaning %q, want %q", got, tt.want)
 			}
-			if got := deprovisioning.Annotations[UncleanedAnnotation]; got != tt.wantUncleaned {
-				t.Errorf("%s = %q, want %q", UncleanedAnnotation, got, tt.wantUncleaned)
+			if got := deprovisioning.Annotations[pool.UncleanedAnnotation]; got != tt.wantUncleaned {
+				t.Errorf("%s = %q, want %q", pool.UncleanedAnnotation, got, tt.wantUncleaned)
 			}
 
 			deprovisioning.Status.Provisioning.State = bmov1alpha1.StateAvailable
@@ -93,8 +94,8 @@ func TestReleaseGivesThePoolItsCleaningBack(t *testing.T) {
 			if _, recorded := released.Annotations[PoolCleaningModeAnnotation]; recorded != tt.keep {
 				t.Errorf("pool mode still recorded: %v, want %v (only while kept)", recorded, tt.keep)
 			}
-			if got := released.Annotations[UncleanedAnnotation]; got != tt.wantUncleaned {
-				t.Errorf("released: %s = %q, want %q", UncleanedAnnotation, got, tt.wantUncleaned)
+			if got := released.Annotations[pool.UncleanedAnnotation]; got != tt.wantUncleaned {
+				t.Errorf("released: %s = %q, want %q", pool.UncleanedAnnotation, got, tt.wantUncleaned)
 			}
 		})
 	}
@@ -107,12 +108,12 @@ func TestUncleanedHostStaysWithItsCluster(t *testing.T) {
 	uncleaned := func() *bmov1alpha1.BareMetalHost {
 		host := availableHost("host-0")
 		host.Spec.AutomatedCleaningMode = bmov1alpha1.CleaningModeDisabled
-		host.Annotations = map[string]string{UncleanedAnnotation: "tenant-a/c", PoolCleaningModeAnnotation: string(bmov1alpha1.CleaningModeMetadata)}
+		host.Annotations = map[string]string{pool.UncleanedAnnotation: "tenant-a/c", PoolCleaningModeAnnotation: string(bmov1alpha1.CleaningModeMetadata)}
 		return host
 	}
 	machine := &infrav1.Metal3Machine{}
-	if ranked, _, err := rankHosts([]bmov1alpha1.BareMetalHost{*uncleaned()}, machine, "", Reuse{Cluster: "tenant-b/c"}); err != nil || len(ranked) != 0 {
-		t.Fatalf("another cluster ranks %d hosts (%v), want none", len(ranked), err)
+	if chosen, err := Choose([]bmov1alpha1.BareMetalHost{*uncleaned()}, machine, "", Reuse{Cluster: "tenant-b/c"}); err != nil || len(chosen.Candidates) != 0 {
+		t.Fatalf("another cluster is offered hosts (%v), want none", err)
 	}
 	ctx := context.Background()
 	f := newBindingFixture(t, interceptor.Funcs{}, uncleaned())
@@ -124,7 +125,7 @@ func TestUncleanedHostStaysWithItsCluster(t *testing.T) {
 	if host.Spec.AutomatedCleaningMode != bmov1alpha1.CleaningModeMetadata {
 		t.Errorf("taken with cleaning %q, want the pool's back", host.Spec.AutomatedCleaningMode)
 	}
-	if _, marked := host.Annotations[UncleanedAnnotation]; marked {
+	if _, marked := host.Annotations[pool.UncleanedAnnotation]; marked {
 		t.Error("the mark stays on a host its cluster took again")
 	}
 }

@@ -18,8 +18,6 @@ package hostbinding
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -36,6 +34,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // For is the binding of mode: BareMetalHosts claimed directly, or
@@ -53,9 +52,9 @@ func For(mode infrav1.HostMode, opts Options) Binding {
 // host: what it knows of it comes from the claim's status and the copy of
 // the host's HardwareData beside the claim (package hostclaim), and what it
 // asks of it (image, Secrets, power, pause, reboots) it writes on the claim.
-func ForHostClaims(opts Options) Binding { return &claimBinding{bmhBinding{Options: opts}} }
+func ForHostClaims(opts Options) Binding { return &claimBinding{machineSide{opts}} }
 
-type claimBinding struct{ bmhBinding }
+type claimBinding struct{ machineSide }
 
 var _ Binding = &claimBinding{}
 
@@ -64,40 +63,19 @@ var _ Binding = &claimBinding{}
 // its consumer ID, which also survives clusterctl move, so a moved machine
 // finds its claim again.
 func claimName(m3m *infrav1.Metal3Machine) string {
-	sum := sha256.Sum256([]byte(infrav1.ConsumerID(m3m)))
-	name := m3m.Name
-	if len(name) > 200 {
-		name = name[:200]
-	}
-	return name + "-" + hex.EncodeToString(sum[:])[:10]
+	return pool.HashedName(m3m.Name, "", string(infrav1.ConsumerID(m3m)))
 }
 
-// claimView is what the binding tells of a bound claim. The host it shows
-// the rest of the provider (data templates, node lookup, addresses) is the
-// claim in the host's stead: its name, namespace and UID are the claim's,
-// which is all the tenant knows, and its labels, annotations and hardware
-// are the binder's copy of the host's.
+// claimView is what the binding tells of a bound claim: the claim stands
+// for the host (its name, namespace and UID are all the tenant knows of
+// it), with the binder's copy of the host's labels, annotations and
+// hardware, which hold nothing a tenant may not see.
 func claimView(claim *bmov1alpha1.HostClaim, hardware *bmov1alpha1.HardwareData) *Host {
 	state := bmov1alpha1.StateNone
 	if cond := meta.FindStatusCondition(claim.Status.Conditions, hostclaim.ProvisionedCondition); cond != nil {
 		if s, ok := hostclaim.StateFromReason(cond.Reason); ok {
 			state = s
 		}
-	}
-	host := &bmov1alpha1.BareMetalHost{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID,
-			Labels: hardware.Labels, Annotations: hardware.Annotations,
-		},
-		Spec: bmov1alpha1.BareMetalHostSpec{
-			ConsumerRef: claim.Spec.ConsumerRef, Online: claim.Spec.PoweredOn, Image: claim.Spec.Image,
-			CustomDeploy: claim.Spec.CustomDeploy, UserData: claim.Spec.UserData, MetaData: claim.Spec.MetaData,
-			NetworkData: claim.Spec.NetworkData,
-		},
-		Status: bmov1alpha1.BareMetalHostStatus{
-			HardwareDetails: hardware.Spec.HardwareDetails, PoweredOn: claim.Status.PoweredOn,
-			Provisioning: bmov1alpha1.ProvisionStatus{State: state},
-		},
 	}
 	view := &Host{
 		Owner: metav1.OwnerReference{
@@ -107,7 +85,13 @@ func claimView(claim *bmov1alpha1.HostClaim, hardware *bmov1alpha1.HardwareData)
 		UID:                 claim.UID,
 		State:               state,
 		ProvisioningStarted: claim.Spec.Image != nil || claim.Spec.CustomDeploy != nil,
-		BareMetalHost:       host,
+		PoweredOn:           claim.Status.PoweredOn,
+		Labels:              hardware.Labels,
+		Annotations:         hardware.Annotations,
+		Hardware:            hardware.Spec.HardwareDetails,
+		UserData:            claim.Spec.UserData,
+		MetaData:            claim.Spec.MetaData,
+		NetworkData:         claim.Spec.NetworkData,
 	}
 	if cond := meta.FindStatusCondition(claim.Status.Conditions, hostclaim.HealthyCondition); cond != nil && cond.Status == metav1.ConditionFalse {
 		view.ErrorMessage = cond.Message
@@ -236,6 +220,16 @@ func (m *claimBinding) Host(ctx context.Context) (*Host, error) {
 	return view, err
 }
 
+// lookup is the machine's claim once bound, read only.
+func (m *claimBinding) lookup(ctx context.Context) (*Host, error) {
+	claim, err := m.recordedClaim(ctx)
+	if err != nil || claim == nil {
+		return nil, err
+	}
+	view, _, err := m.boundView(ctx, claim)
+	return view, err
+}
+
 // Bind implements Binding: it creates the machine's claim (or finds the one
 // a crash left unrecorded), gives it what to provision when the machine
 // has no dataTemplate, and reports the host once the binder has bound it;
@@ -318,8 +312,10 @@ func (m *claimBinding) newClaim(key types.NamespacedName) *bmov1alpha1.HostClaim
 		},
 	}
 	for _, req := range m.M3Machine.Spec.HostSelector.MatchExpressions {
+		// Normalised: the claim is read by binders other than ours too
+		// (BMO's), which need not read a stored machine's "In" as "in".
 		claim.Spec.HostSelector.MatchExpressions = append(claim.Spec.HostSelector.MatchExpressions,
-			bmov1alpha1.HostSelectorRequirement{Key: req.Key, Operator: req.Operator, Values: req.Values})
+			bmov1alpha1.HostSelectorRequirement{Key: req.Key, Operator: pool.NormalizeOperator(string(req.Operator)), Values: req.Values})
 	}
 	if m.Reuse.Owner != "" {
 		// Node reuse: the claim prefers (and waits for) a host kept for
@@ -410,16 +406,16 @@ func (m *claimBinding) Sync(ctx context.Context, view *Host) (bool, error) {
 		return false, err
 	}
 	recordOnce(m.M3Machine, infrav1.HostClaimAnnotation, view.String())
-	m.M3Machine.Status.UserData = view.BareMetalHost.Spec.UserData
-	m.M3Machine.Status.MetaData = view.BareMetalHost.Spec.MetaData
-	m.M3Machine.Status.NetworkData = view.BareMetalHost.Spec.NetworkData
+	m.M3Machine.Status.UserData = view.UserData
+	m.M3Machine.Status.MetaData = view.MetaData
+	m.M3Machine.Status.NetworkData = view.NetworkData
 	if !view.Provisioned() {
 		return false, nil
 	}
-	providerID := ProviderID(view.BareMetalHost, m.M3Machine)
+	providerID := view.ProviderID(m.M3Machine)
 	m.M3Machine.Spec.ProviderID = &providerID
-	m.M3Machine.Status.Addresses = hostAddresses(view.BareMetalHost)
-	m.M3Machine.Status.FailureDomain = view.BareMetalHost.Labels[FailureDomainLabel]
+	m.M3Machine.Status.Addresses = view.Addresses()
+	m.M3Machine.Status.FailureDomain = view.FailureDomain()
 	return true, nil
 }
 

@@ -31,60 +31,8 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	fakeaccess "github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess/fake"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
-
-func TestClaimsInFlight(t *testing.T) {
-	type step struct {
-		op       string // hold, claimed, drop
-		host     string
-		consumer string
-		version  string // the cached host's resourceVersion (hold), the written one (claimed)
-		want     bool   // hold's answer
-	}
-	tests := []struct {
-		name  string
-		steps []step
-	}{
-		{name: "a claim being sent holds the host against others, not its own", steps: []step{
-			{"hold", "h0", "a", "1", true}, {"hold", "h0", "b", "1", false}, {"hold", "h0", "a", "1", true}, {"hold", "h1", "b", "1", true},
-		}},
-		{name: "a written claim holds until the cache shows it", steps: []step{
-			{"hold", "h0", "a", "1", true}, {"claimed", "h0", "a", "5", false},
-			{"hold", "h0", "b", "4", false}, // the cache lags the claim
-			{"hold", "h0", "b", "5", true},  // the cache tells the truth now
-		}},
-		{name: "a released host is free once the cache is past the claim", steps: []step{
-			{"hold", "h0", "a", "1", true}, {"claimed", "h0", "a", "5", false}, {"hold", "h0", "b", "9", true},
-		}},
-		{name: "a dropped hold frees the host", steps: []step{
-			{"hold", "h0", "a", "1", true}, {"drop", "h0", "a", "", false}, {"hold", "h0", "b", "1", true},
-		}},
-		{name: "only the holder drops its hold", steps: []step{
-			{"hold", "h0", "a", "1", true}, {"drop", "h0", "b", "", false}, {"hold", "h0", "b", "1", false},
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			claims := &ClaimsInFlight{}
-			for i, s := range tt.steps {
-				switch s.op {
-				case "drop":
-					claims.drop(s.host, types.UID(s.consumer))
-				case "claimed":
-					claims.claimed(s.host, types.UID(s.consumer), s.version)
-				default:
-					if got := claims.hold(s.host, types.UID(s.consumer), s.version); got != s.want {
-						t.Fatalf("step %d: hold(%s, %s, %s) = %v, want %v", i, s.host, s.consumer, s.version, got, s.want)
-					}
-				}
-			}
-		})
-	}
-	var none *ClaimsInFlight
-	if !none.hold("h0", "a", "1") || !none.hold("h0", "b", "1") {
-		t.Error("without a claim set every host may be tried")
-	}
-}
 
 // TestConcurrentMachinesDoNotRaceForAHost: two machines of one process
 // whose host cache does not show each other's claims yet (both see the one
@@ -180,7 +128,7 @@ func TestWriteSecretCreatesOrReads(t *testing.T) {
 	owner := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0", UID: "uid-worker-0"}}
 	infrav1.EnsureConsumerID(owner)
 	host := hostView(availableHost("host-0"))
-	name := hostSecretName(owner, UserDataPurpose)
+	name := hostSecretName(owner, pool.UserDataPurpose)
 	existing := func(ownerUID string, data string) *corev1.Secret {
 		return &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
@@ -227,7 +175,7 @@ func TestWriteSecretCreatesOrReads(t *testing.T) {
 			if tt.createNew {
 				write = WriteNewSecret
 			}
-			_, err := write(ctx, access, host, owner, "Metal3Machine", UserDataPurpose, map[string][]byte{"value": []byte("new")})
+			_, err := write(ctx, access, host, owner, "Metal3Machine", pool.UserDataPurpose, map[string][]byte{"value": []byte("new")})
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("write: %v, want error %v", err, tt.wantErr)
 			}

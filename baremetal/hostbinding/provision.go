@@ -24,6 +24,8 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // What a bound host is given to provision: the machine's image or custom
@@ -34,7 +36,7 @@ import (
 // and gives the host its image and Secrets in one update guarded by the
 // resourceVersion.
 func (m *bmhBinding) Provision(ctx context.Context, view *Host, rendered RenderedSecrets) error {
-	host := view.BareMetalHost
+	host := view.bmh
 	refs, err := m.writeHostSecrets(ctx, view)
 	if err != nil {
 		return err
@@ -63,13 +65,13 @@ type hostSecrets struct {
 
 // writeHostSecrets copies user data (the machine's own, else the bootstrap
 // provider's) and any plain metadata/network data Secrets next to host.
-func (m *bmhBinding) writeHostSecrets(ctx context.Context, host *Host) (hostSecrets, error) {
+func (m *machineSide) writeHostSecrets(ctx context.Context, host *Host) (hostSecrets, error) {
 	var refs hostSecrets
 	userData, err := m.userData(ctx)
 	if err != nil {
 		return refs, err
 	}
-	if refs.userData, err = WriteNewSecret(ctx, m.Access, host, m.M3Machine, "Metal3Machine", UserDataPurpose, userData); err != nil {
+	if refs.userData, err = WriteNewSecret(ctx, m.Access, host, m.M3Machine, "Metal3Machine", pool.UserDataPurpose, userData); err != nil {
 		return refs, err
 	}
 	for _, s := range []struct {
@@ -77,8 +79,8 @@ func (m *bmhBinding) writeHostSecrets(ctx context.Context, host *Host) (hostSecr
 		purpose string
 		out     **corev1.SecretReference
 	}{
-		{m.M3Machine.Spec.MetaData, MetaDataPurpose, &refs.metaData},
-		{m.M3Machine.Spec.NetworkData, NetworkDataPurpose, &refs.networkData},
+		{m.M3Machine.Spec.MetaData, pool.MetaDataPurpose, &refs.metaData},
+		{m.M3Machine.Spec.NetworkData, pool.NetworkDataPurpose, &refs.networkData},
 	} {
 		if s.ref == nil {
 			continue
@@ -96,7 +98,7 @@ func (m *bmhBinding) writeHostSecrets(ctx context.Context, host *Host) (hostSecr
 
 // userData is the data of the machine's userData Secret, else of the
 // bootstrap Secret: "value" and "format", which the Bare Metal Operator reads.
-func (m *bmhBinding) userData(ctx context.Context) (map[string][]byte, error) {
+func (m *machineSide) userData(ctx context.Context) (map[string][]byte, error) {
 	name := ""
 	switch {
 	case m.M3Machine.Spec.UserData != nil:
@@ -111,7 +113,7 @@ func (m *bmhBinding) userData(ctx context.Context) (map[string][]byte, error) {
 
 // localSecretData reads a Secret of the machine's namespace: a machine
 // never reads another namespace's Secrets.
-func (m *bmhBinding) localSecretData(ctx context.Context, name string) (map[string][]byte, error) {
+func (m *machineSide) localSecretData(ctx context.Context, name string) (map[string][]byte, error) {
 	secret := &corev1.Secret{}
 	if err := m.Client.Get(ctx, types.NamespacedName{Namespace: m.M3Machine.Namespace, Name: name}, secret); err != nil {
 		return nil, fmt.Errorf("read Secret %s/%s: %w", m.M3Machine.Namespace, name, err)
@@ -142,7 +144,7 @@ func (m *bmhBinding) setProvisioningSpec(host *bmov1alpha1.BareMetalHost, refs h
 
 // image is the machine's image as the Bare Metal Operator reads it; nil
 // for a machine that provisions with a custom deploy only.
-func (m *bmhBinding) image() *bmov1alpha1.Image {
+func (m *machineSide) image() *bmov1alpha1.Image {
 	spec := m.M3Machine.Spec
 	if spec.Image.IsZero() {
 		return nil
@@ -157,8 +159,8 @@ func (m *bmhBinding) image() *bmov1alpha1.Image {
 // deleteHostSecrets removes every Secret this machine may have written in
 // namespace. Errors are left for the next attempt: the Secrets are also
 // owned by the host, so they cannot outlive it.
-func (m *bmhBinding) deleteHostSecrets(ctx context.Context, namespace string) {
-	for _, purpose := range []string{UserDataPurpose, MetaDataPurpose, NetworkDataPurpose} {
+func (m *machineSide) deleteHostSecrets(ctx context.Context, namespace string) {
+	for _, purpose := range []string{pool.UserDataPurpose, pool.MetaDataPurpose, pool.NetworkDataPurpose} {
 		_ = DeleteSecret(ctx, m.Access, namespace, m.M3Machine, purpose)
 	}
 }

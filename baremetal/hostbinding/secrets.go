@@ -19,8 +19,6 @@ package hostbinding
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -33,13 +31,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
-)
-
-// Purposes of the Secrets written next to a host: they end the Secret's name.
-const (
-	UserDataPurpose    = "user-data"
-	MetaDataPurpose    = "metadata"
-	NetworkDataPurpose = "network-data"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 const (
@@ -62,12 +54,7 @@ var ErrSecretOwnedByOther = errors.New("a Secret of that name exists and belongs
 // clusters sharing one pool namespace, and the same after a move; the
 // readable part helps people find it.
 func hostSecretName(owner metav1.Object, purpose string) string {
-	sum := sha256.Sum256([]byte(infrav1.ConsumerID(owner)))
-	name := owner.GetName()
-	if len(name) > 200 {
-		name = name[:200]
-	}
-	return fmt.Sprintf("%s-%s-%s", name, purpose, hex.EncodeToString(sum[:])[:10])
+	return pool.HashedName(owner.GetName(), purpose, string(infrav1.ConsumerID(owner)))
 }
 
 // WriteSecret writes data to the Secret for owner and purpose next to host,

@@ -17,24 +17,17 @@ limitations under the License.
 package hostbinding
 
 import (
-	"fmt"
-	"hash/fnv"
 	"slices"
-	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
+// Direct mode's node reuse marks; what a host may be taken for is the
+// pool's rule (package pool).
 const (
-	// UnhealthyAnnotation marks a host that must not be chosen (set by
-	// remediation or an operator), as upstream CAPM3 does.
-	UnhealthyAnnotation = "capi.metal3.io/unhealthy"
-	// FailureDomainLabel puts a host in a failure domain.
-	FailureDomainLabel = "infrastructure.cluster.x-k8s.io/failure-domain"
 	// NodeReuseLabel reserves a released host for the next machine of the
 	// same owner, as upstream CAPM3 names it: "cp-<control plane>" or
 	// "md-<MachineDeployment>". The owner, not the template, so a rolling
@@ -49,14 +42,6 @@ const (
 	// gets back when it is released, before it is deprovisioned, so that it
 	// is cleaned as the pool admin wants whatever the consumer chose.
 	PoolCleaningModeAnnotation = "infrastructure.cluster.x-k8s.io/pool-cleaning-mode"
-	// UncleanedAnnotation marks a host deprovisioned without the cleaning
-	// its pool asks for: its consumer disabled cleaning and kept the host
-	// for node reuse, as upstream CAPM3 lets a MachineDeployment keep its
-	// disks across an upgrade. The value is the cluster
-	// ("<namespace>/<cluster name>") whose data may be on its disks: only
-	// that cluster's machines may take it, until the pool admin, having
-	// cleaned it, removes the annotation.
-	UncleanedAnnotation = "infrastructure.cluster.x-k8s.io/uncleaned-for"
 )
 
 // Reuse is a machine's part in node reuse.
@@ -75,141 +60,43 @@ type Reuse struct {
 	LiveOwners []string
 }
 
-// reservation says what a host's node reuse reservation means to a machine.
-type reservation int
-
-const (
-	notReserved reservation = iota
-	reservedForMachine
-	reservedForOther
-)
-
-func (r Reuse) reservation(host *bmov1alpha1.BareMetalHost) reservation {
+// Keeper reads direct mode's node reuse marks for the machine.
+func (r Reuse) Keeper(host *bmov1alpha1.BareMetalHost) pool.Kept {
 	owner, reserved := host.Labels[NodeReuseLabel]
 	if !reserved {
-		return notReserved
+		return pool.NotKept
 	}
 	scope, scoped := host.Annotations[NodeReuseClusterAnnotation]
 	switch {
 	// A host reserved by upstream CAPM3 has no scope: its owner name alone
 	// decides, as it did there.
 	case (scope == r.Cluster || !scoped) && r.Owner != "" && owner == r.Owner:
-		return reservedForMachine
+		return pool.KeptForConsumer
 	case scoped && scope == r.Cluster && !slices.Contains(r.LiveOwners, owner):
-		return notReserved
+		return pool.NotKept
 	}
-	return reservedForOther
+	return pool.KeptForOther
 }
 
-// hostSelector turns a Metal3Machine's hostSelector into a label selector.
-func hostSelector(sel infrav1.HostSelector) (labels.Selector, error) {
-	selector := labels.NewSelector()
-	for key, value := range sel.MatchLabels {
-		req, err := labels.NewRequirement(key, selection.Equals, []string{value})
-		if err != nil {
-			return nil, fmt.Errorf("hostSelector.matchLabels[%s]: %w", key, err)
-		}
-		selector = selector.Add(*req)
+// Choose is direct mode's question to the pool: the hosts of hosts (one
+// pool namespace) machine may claim, best first, or the host kept for it
+// that it waits for. Concurrent machines are spread over equal hosts by
+// their UID.
+func Choose(hosts []bmov1alpha1.BareMetalHost, machine *infrav1.Metal3Machine, failureDomain string, reuse Reuse) (*pool.Selection, error) {
+	sel := machine.Spec.HostSelector
+	requirements := make([]pool.Requirement, 0, len(sel.MatchExpressions))
+	for _, expr := range sel.MatchExpressions {
+		requirements = append(requirements, pool.Requirement{Key: expr.Key, Operator: string(expr.Operator), Values: expr.Values})
 	}
-	for i, expr := range sel.MatchExpressions {
-		// Case-insensitive, as upstream CAPM3 (objects stored before the
-		// webhook lowercased them).
-		req, err := labels.NewRequirement(expr.Key, selection.Operator(strings.ToLower(string(expr.Operator))), expr.Values)
-		if err != nil {
-			return nil, fmt.Errorf("hostSelector.matchExpressions[%d]: %w", i, err)
-		}
-		selector = selector.Add(*req)
-	}
-	return selector, nil
-}
-
-// hostAvailable reports whether a host may be claimed: registered and
-// inspected (available, or the deprecated ready), not consumed, reporting
-// no error (as upstream CAPM3 skips them), not marked unhealthy, not paused
-// or detached.
-func hostAvailable(host *bmov1alpha1.BareMetalHost) bool {
-	switch host.Status.Provisioning.State {
-	case bmov1alpha1.StateAvailable, bmov1alpha1.StateReady:
-	default:
-		return false
-	}
-	if host.Spec.ConsumerRef != nil || !host.DeletionTimestamp.IsZero() || host.Status.ErrorMessage != "" {
-		return false
-	}
-	for _, annotation := range []string{UnhealthyAnnotation, bmov1alpha1.PausedAnnotation, bmov1alpha1.DetachedAnnotation} {
-		if _, ok := host.Annotations[annotation]; ok {
-			return false
-		}
-	}
-	return true
-}
-
-// hostCandidate is a host that may be chosen and how well it fits.
-type hostCandidate struct {
-	host *bmov1alpha1.BareMetalHost
-	// rank orders candidates, lower first: a host kept for the machine's
-	// owner, then one in its failure domain, then any other.
-	rank int
-	// spread orders equal candidates. It is a hash of the machine and the
-	// host: stable for one machine across retries, different between
-	// machines, so concurrent machines rarely race for the same host.
-	spread uint64
-}
-
-// rankHosts returns the hosts machine may claim, best first, and the hosts
-// kept for it that are not available yet (released, still being cleaned):
-// the machine waits for those rather than take another host.
-func rankHosts(hosts []bmov1alpha1.BareMetalHost, machine *infrav1.Metal3Machine, failureDomain string, reuse Reuse) (ranked, keptNotReady []*bmov1alpha1.BareMetalHost, _ error) {
-	selector, err := hostSelector(machine.Spec.HostSelector)
+	selector, err := pool.Selector(sel.MatchLabels, requirements)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var candidates []hostCandidate
-	for i := range hosts {
-		host := &hosts[i]
-		if !selector.Matches(labels.Set(host.Labels)) {
-			continue
-		}
-		kept := reuse.reservation(host)
-		if kept == reservedForOther {
-			continue
-		}
-		if uncleanedFor, uncleaned := host.Annotations[UncleanedAnnotation]; uncleaned && uncleanedFor != reuse.Cluster {
-			// Another cluster's data may be on its disks.
-			continue
-		}
-		if !hostAvailable(host) {
-			if kept == reservedForMachine && host.Spec.ConsumerRef == nil && host.DeletionTimestamp.IsZero() {
-				keptNotReady = append(keptNotReady, host)
-			}
-			continue
-		}
-		rank := 2
-		if failureDomain != "" && host.Labels[FailureDomainLabel] == failureDomain {
-			rank = 1
-		}
-		if kept == reservedForMachine {
-			rank = 0
-		}
-		h := fnv.New64a()
-		_, _ = h.Write([]byte(string(machine.UID) + "/" + host.Namespace + "/" + host.Name))
-		candidates = append(candidates, hostCandidate{host: host, rank: rank, spread: h.Sum64()})
-	}
-	slices.SortFunc(candidates, func(a, b hostCandidate) int {
-		if a.rank != b.rank {
-			return a.rank - b.rank
-		}
-		switch {
-		case a.spread < b.spread:
-			return -1
-		case a.spread > b.spread:
-			return 1
-		}
-		return 0
-	})
-	ranked = make([]*bmov1alpha1.BareMetalHost, len(candidates))
-	for i, c := range candidates {
-		ranked[i] = c.host
-	}
-	return ranked, keptNotReady, nil
+	return pool.Choose(hosts, pool.Request{
+		Selector:      selector,
+		FailureDomain: failureDomain,
+		Cluster:       reuse.Cluster,
+		Keeper:        reuse.Keeper,
+		Spread:        string(machine.UID),
+	}), nil
 }

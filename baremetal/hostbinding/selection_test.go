@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 func testHost(name string, state bmov1alpha1.ProvisioningState, labels, annotations map[string]string) bmov1alpha1.BareMetalHost {
@@ -45,13 +46,13 @@ func names(hosts []*bmov1alpha1.BareMetalHost) []string {
 	return out
 }
 
-func TestRankHosts(t *testing.T) {
+func TestChoose(t *testing.T) {
 	consumed := testHost("consumed", bmov1alpha1.StateAvailable, nil, nil)
 	consumed.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "Metal3Machine", Name: "other"}
 	hosts := []bmov1alpha1.BareMetalHost{
 		testHost("available", bmov1alpha1.StateAvailable, map[string]string{"role": "worker"}, nil),
 		testHost("ready", bmov1alpha1.StateReady, map[string]string{"role": "worker"}, nil),
-		testHost("in-fd", bmov1alpha1.StateAvailable, map[string]string{"role": "worker", FailureDomainLabel: "rack-1"}, nil),
+		testHost("in-fd", bmov1alpha1.StateAvailable, map[string]string{"role": "worker", pool.FailureDomainLabel: "rack-1"}, nil),
 		testHost("reusable", bmov1alpha1.StateAvailable, map[string]string{"role": "worker", NodeReuseLabel: "md-workers"},
 			map[string]string{NodeReuseClusterAnnotation: "tenant-a/c1"}),
 		testHost("kept-for-other-tenant", bmov1alpha1.StateAvailable, map[string]string{"role": "worker", NodeReuseLabel: "md-workers"},
@@ -64,7 +65,7 @@ func TestRankHosts(t *testing.T) {
 		testHost("control", bmov1alpha1.StateAvailable, map[string]string{"role": "control-plane"}, nil),
 		testHost("inspecting", bmov1alpha1.StateInspecting, map[string]string{"role": "worker"}, nil),
 		testHost("provisioned", bmov1alpha1.StateProvisioned, map[string]string{"role": "worker"}, nil),
-		testHost("unhealthy", bmov1alpha1.StateAvailable, map[string]string{"role": "worker"}, map[string]string{UnhealthyAnnotation: ""}),
+		testHost("unhealthy", bmov1alpha1.StateAvailable, map[string]string{"role": "worker"}, map[string]string{pool.UnhealthyAnnotation: ""}),
 		testHost("paused", bmov1alpha1.StateAvailable, map[string]string{"role": "worker"}, map[string]string{bmov1alpha1.PausedAnnotation: ""}),
 		testHost("detached", bmov1alpha1.StateAvailable, map[string]string{"role": "worker"}, map[string]string{bmov1alpha1.DetachedAnnotation: ""}),
 		consumed,
@@ -86,7 +87,7 @@ func TestRankHosts(t *testing.T) {
 		reuse         Reuse
 		wantFirst     string // "a|b": either
 		wantSet       []string
-		wantKept      []string
+		wantWait      string // the kept host waited for
 	}{
 		{name: "only free, healthy, unpaused, inspected, unreserved hosts matching the selector, none with an error", machine: machine("a", workers),
 			wantSet: []string{"available", "ready", "in-fd"}},
@@ -98,10 +99,10 @@ func TestRankHosts(t *testing.T) {
 		}}), wantSet: []string{"control"}},
 		{name: "failure domain first", machine: machine("a", workers), failureDomain: "rack-1", wantFirst: "in-fd"},
 		{name: "a host kept for the machine's owner before all", machine: machine("a", workers), failureDomain: "rack-1", reuse: workersReuse,
-			wantFirst: "reusable|kept-by-upstream", wantSet: []string{"available", "ready", "in-fd", "reusable", "kept-by-upstream"}, wantKept: []string{"kept-cleaning"}},
+			wantFirst: "reusable|kept-by-upstream", wantSet: []string{"available", "ready", "in-fd", "reusable", "kept-by-upstream"}},
 		{name: "a reservation for an owner that is gone is free", machine: machine("a", workers),
 			reuse:   Reuse{Owner: "md-workers", Cluster: "tenant-a/c1", LiveOwners: []string{"md-workers"}},
-			wantSet: []string{"available", "ready", "in-fd", "reusable", "kept-by-upstream", "kept-for-other-owner"}, wantKept: []string{"kept-cleaning"}},
+			wantSet: []string{"available", "ready", "in-fd", "reusable", "kept-by-upstream", "kept-for-other-owner"}},
 		{name: "another tenant's owner of the same name does not match", machine: machine("a", workers),
 			reuse:   Reuse{Owner: "md-workers", Cluster: "tenant-c/c1", LiveOwners: []string{"md-workers"}},
 			wantSet: []string{"available", "ready", "in-fd", "kept-by-upstream"}},
@@ -110,12 +111,13 @@ func TestRankHosts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, kept, err := rankHosts(hosts, tt.machine, tt.failureDomain, tt.reuse)
+			chosen, err := Choose(hosts, tt.machine, tt.failureDomain, tt.reuse)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(kept) != len(tt.wantKept) || len(kept) > 0 && kept[0].Name != tt.wantKept[0] {
-				t.Errorf("kept but not ready = %v, want %v", names(kept), tt.wantKept)
+			got := chosen.Candidates
+			if waited := chosen.WaitFor; waited == nil && tt.wantWait != "" || waited != nil && waited.Name != tt.wantWait {
+				t.Errorf("waits for %v, want %q", waited, tt.wantWait)
 			}
 			if tt.wantFirst != "" && (len(got) == 0 || !slices.Contains(strings.Split(tt.wantFirst, "|"), got[0].Name)) {
 				t.Errorf("first = %v, want %s", names(got), tt.wantFirst)
@@ -138,9 +140,9 @@ func TestRankHosts(t *testing.T) {
 	}
 }
 
-// TestRankHostsSpreadsMachines: equal hosts are ordered per machine, stably,
+// TestChooseSpreadsMachines: equal hosts are ordered per machine, stably,
 // so concurrent machines mostly try different hosts first.
-func TestRankHostsSpreadsMachines(t *testing.T) {
+func TestChooseSpreadsMachines(t *testing.T) {
 	var hosts []bmov1alpha1.BareMetalHost
 	for _, n := range []string{"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"} {
 		hosts = append(hosts, testHost(n, bmov1alpha1.StateAvailable, nil, nil))
@@ -148,12 +150,12 @@ func TestRankHostsSpreadsMachines(t *testing.T) {
 	first := map[string]bool{}
 	for _, uid := range []string{"m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7"} {
 		m := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}
-		a, _, _ := rankHosts(hosts, m, "", Reuse{})
-		b, _, _ := rankHosts(hosts, m, "", Reuse{})
-		if a[0].Name != b[0].Name {
+		a, _ := Choose(hosts, m, "", Reuse{})
+		b, _ := Choose(hosts, m, "", Reuse{})
+		if a.Candidates[0].Name != b.Candidates[0].Name {
 			t.Fatalf("machine %s: order not stable", uid)
 		}
-		first[a[0].Name] = true
+		first[a.Candidates[0].Name] = true
 	}
 	if len(first) < 3 {
 		t.Errorf("8 machines all start with one of %v: no spread", first)
@@ -164,18 +166,18 @@ func TestHostSecretName(t *testing.T) {
 	owner := func(namespace, name, uid string) metav1.Object {
 		return &metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(uid)}
 	}
-	a := hostSecretName(owner("tenant-a", "worker-0", "uid-a"), UserDataPurpose)
-	b := hostSecretName(owner("tenant-b", "worker-0", "uid-b"), UserDataPurpose)
+	a := hostSecretName(owner("tenant-a", "worker-0", "uid-a"), pool.UserDataPurpose)
+	b := hostSecretName(owner("tenant-b", "worker-0", "uid-b"), pool.UserDataPurpose)
 	if a == b {
 		t.Errorf("two tenants' worker-0 share Secret name %s", a)
 	}
-	if a != hostSecretName(owner("tenant-a", "worker-0", "uid-a"), UserDataPurpose) {
+	if a != hostSecretName(owner("tenant-a", "worker-0", "uid-a"), pool.UserDataPurpose) {
 		t.Error("name is not stable")
 	}
-	if hostSecretName(owner("tenant-a", "worker-0", "uid-a"), MetaDataPurpose) == a {
+	if hostSecretName(owner("tenant-a", "worker-0", "uid-a"), pool.MetaDataPurpose) == a {
 		t.Error("purposes share a name")
 	}
-	long := hostSecretName(owner("t", string(make([]byte, 300)), "u"), UserDataPurpose)
+	long := hostSecretName(owner("t", string(make([]byte, 300)), "u"), pool.UserDataPurpose)
 	if len(long) > 253 {
 		t.Errorf("name of %d characters is too long for a Secret", len(long))
 	}
@@ -201,7 +203,7 @@ func TestOnlineWhenReleased(t *testing.T) {
 			host := &bmov1alpha1.BareMetalHost{Spec: bmov1alpha1.BareMetalHostSpec{
 				AutomatedCleaningMode: tt.cleaning, DisablePowerOff: tt.disablePowerOff,
 			}}
-			binding := &bmhBinding{Options: Options{FastTrack: tt.fastTrack}}
+			binding := &bmhBinding{machineSide{Options{FastTrack: tt.fastTrack}}}
 			if got := binding.onlineWhenReleased(host); got != tt.want {
 				t.Errorf("online = %v, want %v", got, tt.want)
 			}

@@ -43,6 +43,8 @@ import (
 	"unicode"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // Conditions the binder sets on a HostClaim beyond the API's own.
@@ -123,7 +125,7 @@ const (
 	// with it at once; the mark outlives the claim, so the released host
 	// is bound to no claim (and kept for no node reuse) until the pool
 	// admin, having repaired it, removes the annotation from the host.
-	UnhealthyAnnotation = "capi.metal3.io/unhealthy"
+	UnhealthyAnnotation = pool.UnhealthyAnnotation
 	// UnhealthyMarkedByAnnotation on a host marked unhealthy by the
 	// binder names the claim namespace whose claim asked for the mark: a
 	// namespace may have only so many hosts marked at a time, so one tenant

@@ -24,7 +24,6 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/selection"
 )
 
 type hostOpt func(*bmov1alpha1.BareMetalHost)
@@ -76,33 +75,9 @@ func names(hosts []*bmov1alpha1.BareMetalHost) []string {
 	return out
 }
 
-func TestUnavailability(t *testing.T) {
-	tests := []struct {
-		name string
-		host bmov1alpha1.BareMetalHost
-		want string
-	}{
-		{"available", host("p/h"), ""},
-		{"ready (deprecated) counts as available", host("p/h", state(bmov1alpha1.StateReady)), ""},
-		{"powered off does not matter", host("p/h", func(h *bmov1alpha1.BareMetalHost) { h.Spec.Online = false }), ""},
-		{"registering", host("p/h", state(bmov1alpha1.StateNone)), "registering"},
-		{"provisioned", host("p/h", state(bmov1alpha1.StateProvisioned)), "provisioned"},
-		{"consumed", host("p/h", consumed), "in use"},
-		{"error", host("p/h", broken), "reporting an error"},
-		{"paused", host("p/h", annotate(bmov1alpha1.PausedAnnotation, "")), "paused or detached"},
-		{"detached", host("p/h", annotate(bmov1alpha1.DetachedAnnotation, "")), "paused or detached"},
-		{"deleting", host("p/h", deleting), "being deleted"},
-		{"marked unhealthy by remediation", host("p/h", annotate(UnhealthyAnnotation, "")), "marked unhealthy"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Unavailability(&tt.host); got != tt.want {
-				t.Errorf("Unavailability = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
+// TestSelect covers what only the binder's caller decides: the admitted
+// namespaces, inNamespace, reuse keys scoped by namespace, and the words a
+// tenant reads. The rules both modes share are in pool's TestPoolRules.
 func TestSelect(t *testing.T) {
 	withKey := func(key string) func(*bmov1alpha1.HostClaim) {
 		return func(c *bmov1alpha1.HostClaim) { c.Annotations[NodeReuseKeyAnnotation] = key }
@@ -152,38 +127,12 @@ func TestSelect(t *testing.T) {
 			admitted: []string{"p1"},
 		},
 		{
-			name: "matchLabels and matchExpressions",
-			claim: claim(func(c *bmov1alpha1.HostClaim) {
-				c.Spec.HostSelector.MatchLabels = map[string]string{"size": "large"}
-				c.Spec.HostSelector.MatchExpressions = []bmov1alpha1.HostSelectorRequirement{
-					{Key: "gpu", Operator: selection.In, Values: []string{"a100", "h100"}},
-					{Key: "broken", Operator: selection.DoesNotExist},
-				}
-			}),
-			hosts: []bmov1alpha1.BareMetalHost{
-				host("p/ok", label("size", "large"), label("gpu", "h100")),
-				host("p/small", label("size", "small"), label("gpu", "h100")),
-				host("p/nogpu", label("size", "large")),
-				host("p/broken", label("size", "large"), label("gpu", "a100"), label("broken", "")),
-			},
-			admitted:    []string{"p"},
-			want:        []string{"p/ok"},
-			wantSummary: nil,
-		},
-		{
 			name: "invalid selector is an error",
 			claim: claim(func(c *bmov1alpha1.HostClaim) {
 				c.Spec.HostSelector.MatchExpressions = []bmov1alpha1.HostSelectorRequirement{{Key: "x", Operator: "near"}}
 			}),
 			admitted:      []string{"p"},
 			wantErrSubstr: "matchExpressions[0]",
-		},
-		{
-			name:     "failure domain is a preference",
-			claim:    claim(func(c *bmov1alpha1.HostClaim) { c.Spec.FailureDomain = "fd2" }),
-			hosts:    []bmov1alpha1.BareMetalHost{host("p/a", label(FailureDomainLabel, "fd1")), host("p/b"), host("p/c", label(FailureDomainLabel, "fd2"))},
-			admitted: []string{"p"},
-			want:     []string{"p/c", "p/a", "p/b"},
 		},
 		{
 			name:     "a host kept for another key is not offered",
@@ -199,56 +148,12 @@ func TestSelect(t *testing.T) {
 			admitted: []string{"p"},
 		},
 		{
-			name:     "the host kept for the claim's key comes first",
-			claim:    claim(withKey("md-1"), func(c *bmov1alpha1.HostClaim) { c.Spec.FailureDomain = "fd" }),
-			hosts:    []bmov1alpha1.BareMetalHost{host("p/a", label(FailureDomainLabel, "fd")), host("p/z", annotate(KeptForAnnotation, "team-a/md-1"))},
-			admitted: []string{"p"},
-			want:     []string{"p/z", "p/a"},
-		},
-		{
 			name:        "the claim waits for its kept host still deprovisioning",
 			claim:       claim(withKey("md-1")),
 			hosts:       []bmov1alpha1.BareMetalHost{host("p/a"), host("p/z", annotate(KeptForAnnotation, "team-a/md-1"), state(bmov1alpha1.StateDeprovisioning))},
 			admitted:    []string{"p"},
 			wantWait:    "p/z",
 			wantSummary: []string{"waiting for host p/z", "deprovisioning"},
-		},
-		{
-			name:  "the claim waits for a host being released for its key",
-			claim: claim(withKey("md-1")),
-			hosts: []bmov1alpha1.BareMetalHost{host("p/a"),
-				host("p/z", annotate(KeptForAnnotation, "team-a/md-1"), state(bmov1alpha1.StateProvisioned), consumed)},
-			admitted: []string{"p"},
-			wantWait: "p/z",
-		},
-		{
-			name:     "a kept host being deleted is not waited for",
-			claim:    claim(withKey("md-1")),
-			hosts:    []bmov1alpha1.BareMetalHost{host("p/a"), host("p/z", annotate(KeptForAnnotation, "team-a/md-1"), state(bmov1alpha1.StateDeprovisioning), deleting)},
-			admitted: []string{"p"},
-			want:     []string{"p/a"},
-		},
-		{
-			name:     "a kept host reporting an error is not waited for",
-			claim:    claim(withKey("md-1")),
-			hosts:    []bmov1alpha1.BareMetalHost{host("p/a"), host("p/z", annotate(KeptForAnnotation, "team-a/md-1"), state(bmov1alpha1.StateDeprovisioning), broken)},
-			admitted: []string{"p"},
-			want:     []string{"p/a"},
-		},
-		{
-			name:  "a kept host marked unhealthy is not waited for",
-			claim: claim(withKey("md-1")),
-			hosts: []bmov1alpha1.BareMetalHost{host("p/a"),
-				host("p/z", annotate(KeptForAnnotation, "team-a/md-1"), annotate(UnhealthyAnnotation, ""))},
-			admitted: []string{"p"},
-			want:     []string{"p/a"},
-		},
-		{
-			name:     "an available kept host wins over waiting for another",
-			claim:    claim(withKey("md-1")),
-			hosts:    []bmov1alpha1.BareMetalHost{host("p/a", annotate(KeptForAnnotation, "team-a/md-1")), host("p/z", annotate(KeptForAnnotation, "team-a/md-1"), state(bmov1alpha1.StateDeprovisioning))},
-			admitted: []string{"p"},
-			want:     []string{"p/a"},
 		},
 	}
 	for _, tt := range tests {

@@ -18,9 +18,6 @@ package hostclaim
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
@@ -28,13 +25,8 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
-)
 
-// Purposes of the Secrets copied next to a host: they end the copy's name.
-const (
-	UserDataPurpose    = "user-data"
-	MetaDataPurpose    = "metadata"
-	NetworkDataPurpose = "network-data"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // redacted replaces what a tenant must not learn of a host's BMC.
@@ -46,11 +38,7 @@ const redacted = "<BMC>"
 // namespace (and a claim from an earlier one of the same name); the
 // readable part helps people. The name is cut to stay a valid name.
 func SecretCopyName(claimName string, claimUID types.UID, purpose string) string {
-	sum := sha256.Sum256([]byte(claimUID))
-	if len(claimName) > 200 {
-		claimName = claimName[:200]
-	}
-	return fmt.Sprintf("%s-%s-%s", claimName, purpose, hex.EncodeToString(sum[:])[:10])
+	return pool.HashedName(claimName, purpose, string(claimUID))
 }
 
 // bmcSecrets are the strings of bmc a tenant must not see: the address,
@@ -116,19 +104,6 @@ func IsBMOKey(key string) bool {
 // lastAppliedAnnotation is where kubectl apply keeps the whole object as
 // the pool admin wrote it, BMC included.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
-
-// TenantView is host as a tenant may read it, in either host mode: what
-// data templates (fromLabels, fromAnnotations) and label sync read of a
-// host. Its labels and annotations are TenantLabels and TenantAnnotations;
-// the rest (NICs, hostname, names) is host's.
-func TenantView(host *bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
-	if host == nil {
-		return nil
-	}
-	view := host.DeepCopy()
-	view.Labels, view.Annotations = TenantLabels(host), TenantAnnotations(host)
-	return view
-}
 
 // TenantLabels are the labels of host a tenant reads on its HardwareData
 // copy: all of them, except one whose value quotes the BMC (a label

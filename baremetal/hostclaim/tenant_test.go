@@ -24,20 +24,22 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 func TestSecretCopyName(t *testing.T) {
-	a := SecretCopyName("worker-0", "uid-1", UserDataPurpose)
+	a := SecretCopyName("worker-0", "uid-1", pool.UserDataPurpose)
 	if !regexp.MustCompile(`^worker-0-user-data-[0-9a-f]{10}$`).MatchString(a) {
 		t.Errorf("name %q is not <claim>-<purpose>-<10 hex>", a)
 	}
-	if a != SecretCopyName("worker-0", "uid-1", UserDataPurpose) {
+	if a != SecretCopyName("worker-0", "uid-1", pool.UserDataPurpose) {
 		t.Error("the name is not deterministic")
 	}
-	if a == SecretCopyName("worker-0", "uid-2", UserDataPurpose) {
+	if a == SecretCopyName("worker-0", "uid-2", pool.UserDataPurpose) {
 		t.Error("two claims of the same name (two tenants) share a copy name")
 	}
-	long := SecretCopyName(strings.Repeat("a", 253), "uid", NetworkDataPurpose)
+	long := SecretCopyName(strings.Repeat("a", 253), "uid", pool.NetworkDataPurpose)
 	if errs := validation.IsDNS1123Subdomain(long); len(errs) > 0 {
 		t.Errorf("copy name of a long claim name is invalid: %v", errs)
 	}
@@ -86,7 +88,7 @@ func TestIsBMOKey(t *testing.T) {
 	}
 }
 
-func TestTenantView(t *testing.T) {
+func TestTenantLabelsAndAnnotations(t *testing.T) {
 	h := &bmov1alpha1.BareMetalHost{}
 	h.Spec.BMC = bmov1alpha1.BMCDetails{Address: "ipmi://10.9.9.9:623", CredentialsName: "h-bmc"}
 	h.Labels = map[string]string{"rack": "r1", "bmc-secret": "h-bmc", "bmc-secret-upper": "H-BMC"}

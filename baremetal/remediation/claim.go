@@ -28,7 +28,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // In HostClaim mode the remediation acts on the machine's HostClaim: the
@@ -96,7 +96,7 @@ func (h *claimHost) ReleaseReboot(ctx context.Context) error {
 // releases the claim: the pool binds it to no claim until its admin
 // clears it (hostclaim.UnhealthyAnnotation).
 func (h *claimHost) MarkUnhealthy(ctx context.Context) error {
-	return h.annotate(ctx, hostbinding.UnhealthyAnnotation, "", true)
+	return h.annotate(ctx, pool.UnhealthyAnnotation, "", true)
 }
 
 // annotate sets (or removes) annotation on the claim. Only the provider

@@ -30,7 +30,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // rebootValue asks the Bare Metal Operator for a hard power-off: the
@@ -162,7 +162,7 @@ func (h *bmhHost) ReleaseReboot(ctx context.Context) error {
 // MarkUnhealthy sets the annotation host selection skips (and upstream
 // CAPM3 sets): the host stays in the pool for an operator to look at.
 func (h *bmhHost) MarkUnhealthy(ctx context.Context) error {
-	return h.annotate(ctx, hostbinding.UnhealthyAnnotation, "", true)
+	return h.annotate(ctx, pool.UnhealthyAnnotation, "", true)
 }
 
 // annotate sets (or removes) annotation on the host, if not already so.

@@ -36,8 +36,8 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	fakeaccess "github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess/fake"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 const poolNamespace = "pool"
@@ -164,7 +164,7 @@ func TestHostAnnotations(t *testing.T) {
 	if err := host.MarkUnhealthy(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := stored().Annotations[hostbinding.UnhealthyAnnotation]; !ok {
+	if _, ok := stored().Annotations[pool.UnhealthyAnnotation]; !ok {
 		t.Fatal("the host is not marked unhealthy")
 	}
 }

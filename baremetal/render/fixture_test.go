@@ -65,20 +65,18 @@ func fullInput() Input {
 				"example.com/pool": "pool-annot",
 			},
 		}},
-		Host: &bmov1alpha1.BareMetalHost{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: "host-0", Namespace: "metal3",
-				Labels:      map[string]string{"example.com/zone": "z1"},
-				Annotations: map[string]string{"example.com/pool6": "pool6-annot"},
-			},
-			Spec: bmov1alpha1.BareMetalHostSpec{BootMACAddress: "52:54:00:00:00:01"},
-			Status: bmov1alpha1.BareMetalHostStatus{HardwareDetails: &bmov1alpha1.HardwareDetails{
+		Host: &Host{
+			Name: "host-0", Namespace: "metal3",
+			Labels:         map[string]string{"example.com/zone": "z1"},
+			Annotations:    map[string]string{"example.com/pool6": "pool6-annot"},
+			BootMACAddress: "52:54:00:00:00:01",
+			Hardware: &bmov1alpha1.HardwareDetails{
 				NIC: []bmov1alpha1.NIC{
 					{Name: "eth0", MAC: "52:54:00:00:00:01"},
 					{Name: "eth1", MAC: "52:54:00:00:00:02"},
 					{Name: "eth2", MAC: "52:54:00:00:00:03"},
 				},
-			}},
+			},
 		},
 		Pools: map[PoolRef]PoolAddress{
 			pool4:      {Address: "192.168.10.13", Prefix: 24, Gateway: "192.168.10.1", DNSServers: []string{"8.8.8.8", "8.8.4.4"}},

@@ -113,12 +113,25 @@ type Input struct {
 	Machine *clusterv1.Machine
 	// Metal3Machine is the infrastructure machine ("metal3machine").
 	Metal3Machine *infrav1.Metal3Machine
-	// Host is the BareMetalHost the machine runs on ("baremetalhost");
-	// MAC addresses come from its inspected NICs and boot MAC.
-	Host *bmov1alpha1.BareMetalHost
+	// Host is the host the machine runs on ("baremetalhost"); MAC
+	// addresses come from its inspected NICs and boot MAC.
+	Host *Host
 	// Pools holds the addresses allocated for this machine, by pool. It
 	// must hold every pool PoolFields lists.
 	Pools map[PoolRef]PoolAddress
+}
+
+// Host is what a template reads of the host a machine runs on, in the
+// same terms whichever way the machine reached it (a BareMetalHost, or a
+// HostClaim and the binder's copy of its host's hardware). Its labels and
+// annotations are those its tenant may see.
+type Host struct {
+	Namespace, Name     string
+	Labels, Annotations map[string]string
+	// Hardware is the host's inspected hardware; nil before inspection.
+	Hardware *bmov1alpha1.HardwareDetails
+	// BootMACAddress is the NIC the host boots from, if known.
+	BootMACAddress string
 }
 
 // objectMeta returns the metadata of the object an entry reads from. path is
@@ -135,7 +148,7 @@ func (in *Input) objectMeta(path *field.Path, obj infrav1.DataSourceObject) (*me
 		}
 	case infrav1.DataSourceObjectBareMetalHost:
 		if in.Host != nil {
-			return &in.Host.ObjectMeta, nil
+			return &metav1.ObjectMeta{Namespace: in.Host.Namespace, Name: in.Host.Name, Labels: in.Host.Labels, Annotations: in.Host.Annotations}, nil
 		}
 	default:
 		return nil, field.NotSupported(path, obj, []infrav1.DataSourceObject{
@@ -183,7 +196,7 @@ func (in *Input) hostMAC(path *field.Path, name string) (string, *field.Error) {
 	if in.Host == nil {
 		return "", notFound(path, name, "the baremetalhost is not known yet")
 	}
-	hw := in.Host.Status.HardwareDetails
+	hw := in.Host.Hardware
 	if hw == nil {
 		return "", notFound(path, name,
 			fmt.Sprintf("baremetalhost %q has no hardware details yet (not inspected)", in.Host.Name))
@@ -203,11 +216,11 @@ func (in *Input) bootMAC(path *field.Path) (string, *field.Error) {
 	if in.Host == nil {
 		return "", field.Invalid(path, true, "the baremetalhost is not known yet")
 	}
-	if in.Host.Spec.BootMACAddress == "" {
+	if in.Host.BootMACAddress == "" {
 		return "", field.Invalid(path, true,
 			fmt.Sprintf("baremetalhost %q has no bootMACAddress", in.Host.Name))
 	}
-	return in.Host.Spec.BootMACAddress, nil
+	return in.Host.BootMACAddress, nil
 }
 
 // address returns what was allocated from a pool. path is the field that

@@ -100,7 +100,7 @@ func TestRenderErrors(t *testing.T) {
 		},
 		{
 			"host not inspected", MetaData,
-			func(in *Input) { in.Host.Status.HardwareDetails = nil },
+			func(in *Input) { in.Host.Hardware = nil },
 			[]string{"spec.metaData.fromHostInterfaces[0].interface", "no hardware details"},
 		},
 		{
@@ -110,7 +110,7 @@ func TestRenderErrors(t *testing.T) {
 		},
 		{
 			"no boot MAC", MetaData,
-			func(in *Input) { in.Host.Spec.BootMACAddress = "" },
+			func(in *Input) { in.Host.BootMACAddress = "" },
 			[]string{"spec.metaData.fromHostInterfaces[1].fromBootMAC", "no bootMACAddress"},
 		},
 		{

@@ -93,7 +93,7 @@ func (r *Reconciler) boundHost(ctx context.Context, claim *bmov1alpha1.HostClaim
 	if ref := claim.Status.BareMetalHost; ref != nil {
 		keys = append(keys, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name})
 	}
-	if key, ok := r.inFlight.hostOf(claim.UID); ok {
+	if key, ok := r.inFlight.TakenBy(claim.UID); ok {
 		keys = append(keys, key)
 	}
 	for _, key := range keys {
@@ -152,21 +152,21 @@ func (r *Reconciler) bind(ctx context.Context, claim *bmov1alpha1.HostClaim) (*b
 			break
 		}
 		key := client.ObjectKeyFromObject(candidate)
-		if !r.inFlight.hold(key, claim.UID, candidate.ResourceVersion) {
+		if !r.inFlight.Hold(key, claim.UID, candidate.ResourceVersion) {
 			contended = true // another claim of this process is taking it
 			continue
 		}
 		attempts++
 		host, err := r.takeHost(ctx, claim, candidate)
 		if err == nil {
-			r.inFlight.claimed(key, claim.UID, host.ResourceVersion)
+			r.inFlight.Taken(key, claim.UID, host.ResourceVersion)
 			bindingsTotal.Inc()
 			log.Info("bound host", "host", klog.KObj(host))
 			r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, "HostBound", "Bind",
 				"Bound host %s/%s", host.Namespace, host.Name)
 			return host, ctrl.Result{}, nil
 		}
-		r.inFlight.drop(key, claim.UID)
+		r.inFlight.Drop(key, claim.UID)
 		if !errors.Is(err, errLostRace) {
 			return nil, ctrl.Result{}, err
 		}

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
@@ -60,7 +61,7 @@ func TestClaimsOfTwoTenantsAreProvisionedAndReleased(t *testing.T) {
 
 	// The tenant's data is copied next to the host, under a name of the
 	// contract, labelled for the claim, owned by the host; the host uses it.
-	copyName := hostclaim.SecretCopyName(claimA.Name, p.getClaim(g, claimA).UID, hostclaim.UserDataPurpose)
+	copyName := hostclaim.SecretCopyName(claimA.Name, p.getClaim(g, claimA).UID, pool.UserDataPurpose)
 	g.Eventually(func(g Gomega) {
 		host := p.getHost(g, poolNS, hostA.Name)
 		g.Expect(host.Spec.UserData).To(Equal(&corev1.SecretReference{Namespace: poolNS, Name: copyName}))

@@ -32,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -44,6 +45,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // DefaultNodeReuseGrace is how long a host stays kept for a node reuse key
@@ -83,7 +85,7 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Options   Options
 
-	inFlight claimsInFlight
+	inFlight pool.Holds[types.NamespacedName]
 	states   claimStates
 	marks    unhealthyMarks
 	now      func() time.Time

@@ -32,7 +32,7 @@ import (
 )
 
 // updateClaim changes the claim, retrying on conflicts with the binder.
-func (p *pool) updateClaim(t *testing.T, c *bmov1alpha1.HostClaim, change func(*bmov1alpha1.HostClaim)) {
+func (p *poolEnv) updateClaim(t *testing.T, c *bmov1alpha1.HostClaim, change func(*bmov1alpha1.HostClaim)) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) error {
 		got := p.getClaim(g, c)

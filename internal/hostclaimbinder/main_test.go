@@ -50,7 +50,7 @@ import (
 // undo each other's work.
 var (
 	suite        testenv.Suite
-	sharedPool   testenv.Once[*pool]
+	sharedPool   testenv.Once[*poolEnv]
 	namespaceSeq int
 	namespaceMu  sync.Mutex
 )
@@ -63,7 +63,7 @@ const nodeReuseGrace = 3 * time.Second
 // marked unhealthy in these tests.
 const maxUnhealthyHosts = 1
 
-type pool struct {
+type poolEnv struct {
 	env         *testenv.Env
 	binder      *testenv.Process
 	metricsAddr string
@@ -94,19 +94,19 @@ func newScheme() *runtime.Scheme {
 // rights config/hostclaim-binder gives it (installed as a pool admin
 // would, with kustomize), not system:masters: a rule missing from its
 // ClusterRole fails these tests.
-func startPool(t testenv.T) *pool {
+func startPool(t testenv.T) *poolEnv {
 	env := testenv.Start(t, testenv.Options{Scheme: newScheme(), CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}})
 	metricsAddr := testenv.FreeLoopbackAddr(t)
 	binder := env.StartHostClaimBinder(t, "--metrics-bind-address="+metricsAddr,
 		"--node-reuse-grace="+nodeReuseGrace.String(), "--v=2",
 		"--max-unhealthy-hosts-per-namespace="+strconv.Itoa(maxUnhealthyHosts),
 		"--allowed-custom-deploy-methods=install_coreos")
-	return &pool{env: env, binder: binder, metricsAddr: metricsAddr}
+	return &poolEnv{env: env, binder: binder, metricsAddr: metricsAddr}
 }
 
 // testPool returns the shared pool; the binder's output is shown if the
 // test fails.
-func testPool(t *testing.T) *pool {
+func testPool(t *testing.T) *poolEnv {
 	t.Helper()
 	p := sharedPool.Get(t, &suite, startPool)
 	t.Cleanup(func() {
@@ -119,7 +119,7 @@ func testPool(t *testing.T) *pool {
 
 // namespace creates a namespace named base plus a suffix unique in the
 // package, with labels.
-func (p *pool) namespace(t *testing.T, base string, labels map[string]string) string {
+func (p *poolEnv) namespace(t *testing.T, base string, labels map[string]string) string {
 	t.Helper()
 	namespaceMu.Lock()
 	namespaceSeq++
@@ -134,7 +134,7 @@ func (p *pool) namespace(t *testing.T, base string, labels map[string]string) st
 
 // hosts creates a host namespace with count hosts named node-<i>, a BMO
 // for them, and a HostDeployPolicy admitting claims as criteria say.
-func (p *pool) hosts(t *testing.T, count int, criteria *bmov1alpha1.HostClaimNamespaces) string {
+func (p *poolEnv) hosts(t *testing.T, count int, criteria *bmov1alpha1.HostClaimNamespaces) string {
 	t.Helper()
 	ns := p.namespace(t, "pool", nil)
 	ctx := context.Background()
@@ -154,7 +154,7 @@ func (p *pool) hosts(t *testing.T, count int, criteria *bmov1alpha1.HostClaimNam
 
 // startBMO runs a BMO of its own for the hosts of namespace, until the
 // test ends.
-func (p *pool) startBMO(t *testing.T, namespace string) {
+func (p *poolEnv) startBMO(t *testing.T, namespace string) {
 	t.Helper()
 	bmoDir, err := testenv.BMODir()
 	if err != nil {
@@ -175,7 +175,7 @@ var testImage = &bmov1alpha1.Image{
 }
 
 // claim creates a HostClaim; with userData, a Secret holding it first.
-func (p *pool) claim(t *testing.T, namespace, name, userData string, mutate ...func(*bmov1alpha1.HostClaim)) *bmov1alpha1.HostClaim {
+func (p *poolEnv) claim(t *testing.T, namespace, name, userData string, mutate ...func(*bmov1alpha1.HostClaim)) *bmov1alpha1.HostClaim {
 	t.Helper()
 	ctx := context.Background()
 	c := &bmov1alpha1.HostClaim{
@@ -203,13 +203,13 @@ func (p *pool) claim(t *testing.T, namespace, name, userData string, mutate ...f
 
 func withImage(c *bmov1alpha1.HostClaim) { c.Spec.Image = testImage.DeepCopy() }
 
-func (p *pool) getClaim(g Gomega, c *bmov1alpha1.HostClaim) *bmov1alpha1.HostClaim {
+func (p *poolEnv) getClaim(g Gomega, c *bmov1alpha1.HostClaim) *bmov1alpha1.HostClaim {
 	got := &bmov1alpha1.HostClaim{}
 	g.Expect(p.env.Client.Get(context.Background(), client.ObjectKeyFromObject(c), got)).To(Succeed())
 	return got
 }
 
-func (p *pool) getHost(g Gomega, namespace, name string) *bmov1alpha1.BareMetalHost {
+func (p *poolEnv) getHost(g Gomega, namespace, name string) *bmov1alpha1.BareMetalHost {
 	got := &bmov1alpha1.BareMetalHost{}
 	g.Expect(p.env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, got)).To(Succeed())
 	return got
@@ -224,7 +224,7 @@ func condition(c *bmov1alpha1.HostClaim, conditionType string) metav1.Condition 
 }
 
 // boundHost waits until the claim is bound and reports its host.
-func (p *pool) boundHost(t *testing.T, c *bmov1alpha1.HostClaim, timeout time.Duration) *bmov1alpha1.BareMetalHost {
+func (p *poolEnv) boundHost(t *testing.T, c *bmov1alpha1.HostClaim, timeout time.Duration) *bmov1alpha1.BareMetalHost {
 	t.Helper()
 	var host *bmov1alpha1.BareMetalHost
 	NewWithT(t).Eventually(func(g Gomega) {
@@ -239,7 +239,7 @@ func (p *pool) boundHost(t *testing.T, c *bmov1alpha1.HostClaim, timeout time.Du
 }
 
 // claimsOf lists which claim UID each host of namespace is bound to.
-func (p *pool) consumers(g Gomega, namespace string) map[string]string {
+func (p *poolEnv) consumers(g Gomega, namespace string) map[string]string {
 	hosts := &bmov1alpha1.BareMetalHostList{}
 	g.Expect(p.env.Client.List(context.Background(), hosts, client.InNamespace(namespace))).To(Succeed())
 	out := map[string]string{}

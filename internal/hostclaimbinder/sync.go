@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // secretRef is one of a claim's Secrets: what it is for, the claim's
@@ -49,9 +50,9 @@ type secretRef struct {
 
 func secretRefs(claim *bmov1alpha1.HostClaim) []secretRef {
 	return []secretRef{
-		{purpose: hostclaim.UserDataPurpose, ref: claim.Spec.UserData, reason: bmov1alpha1.BadUserDataSecretReason},
-		{purpose: hostclaim.MetaDataPurpose, ref: claim.Spec.MetaData, reason: bmov1alpha1.BadMetaDataSecretReason},
-		{purpose: hostclaim.NetworkDataPurpose, ref: claim.Spec.NetworkData, reason: bmov1alpha1.BadNetworkDataSecretReason},
+		{purpose: pool.UserDataPurpose, ref: claim.Spec.UserData, reason: bmov1alpha1.BadUserDataSecretReason},
+		{purpose: pool.MetaDataPurpose, ref: claim.Spec.MetaData, reason: bmov1alpha1.BadMetaDataSecretReason},
+		{purpose: pool.NetworkDataPurpose, ref: claim.Spec.NetworkData, reason: bmov1alpha1.BadNetworkDataSecretReason},
 	}
 }
 
@@ -100,9 +101,9 @@ func (r *Reconciler) syncHost(ctx context.Context, claim *bmov1alpha1.HostClaim,
 			updated.Spec.Image = claim.Spec.Image.DeepCopy()
 			updated.Spec.CustomDeploy = claim.Spec.CustomDeploy.DeepCopy()
 			updated.Spec.Online = claim.Spec.PoweredOn
-			updated.Spec.UserData = copies[hostclaim.UserDataPurpose]
-			updated.Spec.MetaData = copies[hostclaim.MetaDataPurpose]
-			updated.Spec.NetworkData = copies[hostclaim.NetworkDataPurpose]
+			updated.Spec.UserData = copies[pool.UserDataPurpose]
+			updated.Spec.MetaData = copies[pool.MetaDataPurpose]
+			updated.Spec.NetworkData = copies[pool.NetworkDataPurpose]
 			setCondition(claim, bmov1alpha1.SynchronizedCondition, metav1.ConditionTrue, bmov1alpha1.ConfigurationSyncedReason,
 				"the host has the claim's image, data and power")
 		}

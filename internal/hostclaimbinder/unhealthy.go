@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // DefaultMaxUnhealthyHostsPerNamespace is how many hosts the claims of one
@@ -65,7 +66,7 @@ type unhealthyMarks struct {
 // (updated in place), within the namespace's limit. It reports whether
 // host carries the mark.
 func (r *Reconciler) markUnhealthy(ctx context.Context, claim *bmov1alpha1.HostClaim, host *bmov1alpha1.BareMetalHost) (bool, error) {
-	if _, marked := host.Annotations[hostclaim.UnhealthyAnnotation]; marked {
+	if _, marked := host.Annotations[pool.UnhealthyAnnotation]; marked {
 		return true, nil
 	}
 	if _, asked := claim.Annotations[hostclaim.UnhealthyAnnotation]; !asked {
@@ -89,7 +90,7 @@ func (r *Reconciler) markUnhealthy(ctx context.Context, claim *bmov1alpha1.HostC
 	if host.Annotations == nil {
 		host.Annotations = map[string]string{}
 	}
-	host.Annotations[hostclaim.UnhealthyAnnotation] = ""
+	host.Annotations[pool.UnhealthyAnnotation] = ""
 	host.Annotations[hostclaim.UnhealthyMarkedByAnnotation] = claim.Namespace
 	return true, nil
 }

@@ -24,7 +24,6 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,34 +31,6 @@ import (
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
 )
-
-func TestClaimsInFlight(t *testing.T) {
-	var f claimsInFlight
-	host := types.NamespacedName{Namespace: "p", Name: "h"}
-	if !f.hold(host, "a", "10") {
-		t.Fatal("a free host is not held")
-	}
-	if f.hold(host, "b", "10") {
-		t.Fatal("a host being bound by a is held for b")
-	}
-	if _, ok := f.hostOf("a"); ok {
-		t.Fatal("a binding being sent is reported as written")
-	}
-	f.claimed(host, "a", "12")
-	if got, ok := f.hostOf("a"); !ok || got != host {
-		t.Fatalf("hostOf(a) = %v, %v; want the host just bound", got, ok)
-	}
-	if f.hold(host, "b", "11") {
-		t.Fatal("b takes a host whose binding the cache does not show yet")
-	}
-	if !f.hold(host, "b", "12") {
-		t.Fatal("once the cache shows the binding, the cache tells the truth and the hold ends")
-	}
-	f.drop(host, "b")
-	if !f.hold(host, "c", "13") {
-		t.Fatal("a dropped hold still holds")
-	}
-}
 
 func TestIsClaimRef(t *testing.T) {
 	for _, tt := range []struct {

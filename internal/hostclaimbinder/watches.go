@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // claimsForHost maps a host to the claims its change concerns: the claim
@@ -44,7 +45,7 @@ func (r *Reconciler) claimsForHost(ctx context.Context, o client.Object) []recon
 	if ref := host.Spec.ConsumerRef; isClaimRef(ref) {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
 	}
-	if host.Spec.ConsumerRef != nil || hostclaim.Unavailability(host) != "" {
+	if host.Spec.ConsumerRef != nil || pool.Unavailability(host) != "" {
 		return nil
 	}
 	return r.unboundClaims(ctx, o)

@@ -69,7 +69,7 @@ var _ = Describe("A control-plane Machine whose Node Cluster API looked for too 
 		By("Publishing the providerID before the Node registers: Cluster API looks for it and misses")
 		// The provider, finding its providerID published, reports the
 		// machine provisioned, as it does when the Node carries it.
-		providerID := hostbinding.ProviderID(host, m3m)
+		providerID := hostbinding.ProviderID(client.ObjectKeyFromObject(host), m3m)
 		before := m3m.DeepCopy()
 		m3m.Spec.ProviderID = ptr.To(providerID)
 		Expect(mgmt.Client.Patch(ctx, m3m, client.MergeFrom(before))).To(Succeed())

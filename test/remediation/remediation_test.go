@@ -38,8 +38,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remediation"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
 )
@@ -154,7 +154,7 @@ func rebootHealsWedgedKubelet(environment *env.Environment, mode infrav1.HostMod
 			marked = append(marked, claim)
 		}
 		for _, obj := range marked {
-			g.Expect(obj.GetAnnotations()).NotTo(HaveKey(hostbinding.UnhealthyAnnotation), "%T %s", obj, obj.GetName())
+			g.Expect(obj.GetAnnotations()).NotTo(HaveKey(pool.UnhealthyAnnotation), "%T %s", obj, obj.GetName())
 			g.Expect(obj.GetAnnotations()).NotTo(HaveKey(HavePrefix(infrav1.RemediationRebootAnnotationPrefix)), "%T %s", obj, obj.GetName())
 		}
 		g.Eventually(func(g Gomega) []string { return c.remediationEvents(ctx, g, m3r.Name) }).Should(ContainElements(
@@ -195,7 +195,7 @@ func brokenMachineReplaced(environment *env.Environment) func(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			h := &bmov1alpha1.BareMetalHost{}
 			g.Expect(c.hosts.Get(ctx, client.ObjectKeyFromObject(host), h)).To(Succeed())
-			g.Expect(h.Annotations).To(HaveKey(hostbinding.UnhealthyAnnotation), "the host is marked unhealthy once the reboots are exhausted")
+			g.Expect(h.Annotations).To(HaveKey(pool.UnhealthyAnnotation), "the host is marked unhealthy once the reboots are exhausted")
 		}).WithTimeout(rebootTimeout + 3*time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 		t.Logf("retries exhausted after %s", elapsed(started))
 
@@ -211,7 +211,7 @@ func brokenMachineReplaced(environment *env.Environment) func(t *testing.T) {
 			h := &bmov1alpha1.BareMetalHost{}
 			g.Expect(c.hosts.Get(ctx, client.ObjectKeyFromObject(host), h)).To(Succeed())
 			g.Expect(h.Spec.ConsumerRef).To(BeNil(), "the broken host is released")
-			g.Expect(h.Annotations).To(HaveKey(hostbinding.UnhealthyAnnotation), "and stays marked unhealthy")
+			g.Expect(h.Annotations).To(HaveKey(pool.UnhealthyAnnotation), "and stays marked unhealthy")
 			g.Expect(h.Annotations).NotTo(HaveKey(HavePrefix(infrav1.RemediationRebootAnnotationPrefix)))
 			// A real cluster's garbage collector deletes the remediation with its
 			// Machine; envtest runs none, so it stays and says why it is idle.

@@ -1,0 +1,76 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package pool
+
+import (
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+)
+
+// Why a host cannot be taken now. A host in any other provisioning state
+// than available (or the deprecated ready) is unavailable for that state,
+// in its own words ("provisioning", "deprovisioning", …).
+const (
+	BeingDeleted     = "being deleted"
+	InUse            = "in use"
+	ReportingError   = "reporting an error"
+	MarkedUnhealthy  = "marked unhealthy"
+	PausedOrDetached = "paused or detached"
+	Registering      = "registering"
+)
+
+// Unavailability says why host cannot be taken now, or "" if it can:
+// registered and inspected (available, or the deprecated ready), not
+// consumed, reporting no error (neither an error message nor the error
+// operational status: BMO may set one before the other), not marked
+// unhealthy, not paused or detached, not being deleted. Power does not
+// matter: the consumer sets it.
+func Unavailability(host *bmov1alpha1.BareMetalHost) string {
+	switch {
+	case !host.DeletionTimestamp.IsZero():
+		return BeingDeleted
+	case host.Spec.ConsumerRef != nil:
+		return InUse
+	case host.Status.OperationalStatus == bmov1alpha1.OperationalStatusError || host.Status.ErrorMessage != "":
+		return ReportingError
+	}
+	if _, ok := host.Annotations[UnhealthyAnnotation]; ok {
+		return MarkedUnhealthy
+	}
+	for _, annotation := range []string{bmov1alpha1.PausedAnnotation, bmov1alpha1.DetachedAnnotation} {
+		if _, ok := host.Annotations[annotation]; ok {
+			return PausedOrDetached
+		}
+	}
+	switch state := host.Status.Provisioning.State; state {
+	case bmov1alpha1.StateAvailable, bmov1alpha1.StateReady:
+		return ""
+	case bmov1alpha1.StateNone:
+		return Registering
+	default:
+		return string(state)
+	}
+}
+
+// Available reports whether host can be taken now.
+func Available(host *bmov1alpha1.BareMetalHost) bool { return Unavailability(host) == "" }
+
+// needsAdmin reports whether a host unavailable for reason may stay so
+// until the pool admin acts: a consumer never waits for such a host, even
+// one kept for it.
+func needsAdmin(reason string) bool {
+	return reason == BeingDeleted || reason == ReportingError || reason == MarkedUnhealthy
+}
