@@ -25,7 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/resourceversion"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // cacheSyncTimeout bounds how long a reconcile waits for the informer to
@@ -41,7 +41,7 @@ type writeRecorder struct {
 }
 
 func (w *writeRecorder) note(obj client.Object) {
-	if rv := obj.GetResourceVersion(); w.written == "" || !resourceversion.NotOlder(w.written, rv) {
+	if rv := obj.GetResourceVersion(); w.written == "" || !pool.CacheCaughtUp(w.written, rv) {
 		w.written = rv
 	}
 }
@@ -108,7 +108,7 @@ func (w *writeRecorder) waitForWrites(ctx context.Context, cache client.Reader, 
 			// left to be stale about.
 			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 		}
-		return resourceversion.NotOlder(cached.GetResourceVersion(), w.written), nil
+		return pool.CacheCaughtUp(cached.GetResourceVersion(), w.written), nil
 	})
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(4).Info("The cache did not show the object's own write in time; the next reconcile may start from a stale copy",

@@ -61,10 +61,7 @@ func adminSecret(t *testing.T, mgmt, pool *testenv.Env, providerNamespace, poolN
 	pool.GrantInNamespace(t, poolNamespace, user, testenv.HostProviderRules()...)
 	mgmt.GrantInNamespace(t, providerNamespace, "nobody") // creates the namespace
 	name := poolNamespace + "-kubeconfig"
-	if err := mgmt.Client.Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1ObjectMeta(providerNamespace, name),
-		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, user, poolNamespace, poolNamespace)},
-	}); err != nil {
+	if err := mgmt.Client.Create(context.Background(), testenv.IdentitySecret(providerNamespace, name, pool.UserKubeconfig(t, user, poolNamespace, poolNamespace))); err != nil {
 		t.Fatal(err)
 	}
 	return name
@@ -457,7 +454,6 @@ func TestClusterIdentityStatus(t *testing.T) {
 	g.Eventually(status(second)).Should(HavePrefix("2 "), "the cluster joined it")
 
 	g.Eventually(status(late)).Should(Equal(fmt.Sprintf("0 False/SecretNotFound: Secret %s/late-kubeconfig not found", provider)))
-	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1ObjectMeta(provider, "late-kubeconfig"),
-		Data: map[string][]byte{"kubeconfig": []byte("not used")}})).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret(provider, "late-kubeconfig", []byte("not used")))).To(Succeed())
 	g.Eventually(status(late)).Should(HavePrefix("0 True/Ready: "), "the Secret appearing is heard")
 }

@@ -133,10 +133,7 @@ func TestDataRenderedNextToHost(t *testing.T) {
 
 	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
 	pool.GrantInNamespace(t, nsPoolA, nsTenantA, testenv.HostProviderRules()...)
-	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1ObjectMeta(nsTenantA, "pool-a-kubeconfig"),
-		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, nsTenantA, nsPoolA, nsPoolA)},
-	})).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret(nsTenantA, "pool-a-kubeconfig", pool.UserKubeconfig(t, nsTenantA, nsPoolA, nsPoolA)))).To(Succeed())
 	availableHosts(t, pool.Client, nsPoolA, "host", 5)
 	// The pool admin's hosts carry their BMC in places a template could
 	// read: kubectl's last applied configuration, and a label naming the

@@ -83,10 +83,7 @@ func claimTenant(t *testing.T, mgmt, pool *testenv.Env, mgmtNamespace, poolNames
 		}
 		update(t, pool.Client, ns, func() { ns.Labels = labels })
 	}
-	if err := mgmt.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1ObjectMeta(mgmtNamespace, secret),
-		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, poolNamespace, poolNamespace, poolNamespace)},
-	}); err != nil {
+	if err := mgmt.Client.Create(ctx, testenv.IdentitySecret(mgmtNamespace, secret, pool.UserKubeconfig(t, poolNamespace, poolNamespace, poolNamespace))); err != nil {
 		t.Fatal(err)
 	}
 }

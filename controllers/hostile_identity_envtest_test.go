@@ -23,7 +23,6 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -61,10 +60,7 @@ func TestHostileIdentityBesideAProvisioningTenant(t *testing.T) {
 	startControllersWith(t, mgmt, scheme, fixtureOptions{remote: remote})
 
 	hostile := testenv.StartHostileAPIServer(t, 64<<10)
-	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: hostileNS, Name: "own-server"},
-		Data:       map[string][]byte{"kubeconfig": hostile.Kubeconfig("hosts")},
-	})).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret(hostileNS, "own-server", hostile.Kubeconfig("hosts")))).To(Succeed())
 	hostileCluster := workloadCluster{namespace: hostileNS, name: "hostile", identityRef: &infrav1.IdentityRef{Name: "own-server"}}
 	hostileCluster.create(t, mgmt.Client)
 	hostileMachine := hostileCluster.machine(t, mgmt.Client, "greedy", nil)

@@ -24,7 +24,6 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -89,10 +88,7 @@ func TestIdentityOutageAndRecovery(t *testing.T) {
 
 	pool.GrantInNamespace(t, nsPoolA, ns, testenv.HostProviderRules()...)
 	mgmt.GrantInNamespace(t, ns, "nobody")
-	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool-a-kubeconfig"},
-		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, ns, nsPoolA, nsPoolA)},
-	})).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret(ns, "pool-a-kubeconfig", pool.UserKubeconfig(t, ns, nsPoolA, nsPoolA)))).To(Succeed())
 
 	remoteWC := workloadCluster{namespace: ns, name: "remote", identityRef: &infrav1.IdentityRef{Name: "pool-a-kubeconfig"}}
 	remoteWC.create(t, mgmt.Client)
@@ -184,10 +180,7 @@ func TestMachineIdentityOverride(t *testing.T) {
 		HavePrefix("False/SecretNotFound"), ContainSubstring(ns+"/pool-b-kubeconfig")))
 
 	pool.GrantInNamespace(t, nsPoolB, ns, testenv.HostProviderRules()...)
-	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool-b-kubeconfig"},
-		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, ns, nsPoolB, nsPoolB)},
-	})).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret(ns, "pool-b-kubeconfig", pool.UserKubeconfig(t, ns, nsPoolB, nsPoolB)))).To(Succeed())
 	g.Eventually(machineCondition).WithTimeout(30*time.Second).Should(HavePrefix("True/Ready"),
 		"creating the Secret is enough: its watch wakes the machine")
 	// Conditions and the rest of status are patched in separate requests.

@@ -37,6 +37,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 )
 
 // internalMarker stands for what a service inside the provider's network
@@ -143,10 +144,7 @@ func TestIdentityServerPolicy(t *testing.T) {
 
 			var objects []client.Object
 			for name, svc := range services {
-				g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-					ObjectMeta: metav1.ObjectMeta{Namespace: tt.namespace, Name: name + "-kubeconfig"},
-					Data:       map[string][]byte{"kubeconfig": hostileKubeconfig(svc.URL)},
-				})).To(Succeed())
+				g.Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret(tt.namespace, name+"-kubeconfig", hostileKubeconfig(svc.URL)))).To(Succeed())
 				wc := workloadCluster{namespace: tt.namespace, name: name, identityRef: &infrav1.IdentityRef{Name: name + "-kubeconfig"}}
 				wc.create(t, mgmt.Client)
 				// A machine naming the identity itself reports it too.

@@ -53,10 +53,7 @@ func TestTenantsRaceForSharedPool(t *testing.T) {
 	for _, tenant := range tenants {
 		mgmt.GrantInNamespace(t, tenant, "nobody")
 		pool.GrantInNamespace(t, poolNamespace, tenant, testenv.HostProviderRules()...)
-		g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1ObjectMeta(tenant, "pool-kubeconfig"),
-			Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, tenant, nsPool, poolNamespace)},
-		})).To(Succeed())
+		g.Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret(tenant, "pool-kubeconfig", pool.UserKubeconfig(t, tenant, nsPool, poolNamespace)))).To(Succeed())
 	}
 	availableHosts(t, pool.Client, poolNamespace, "host", 15)
 

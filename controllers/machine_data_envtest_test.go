@@ -96,10 +96,7 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 	}
 	machines := map[string]*infrav1.Metal3Machine{}
 	for _, tenant := range tenants {
-		g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1ObjectMeta(tenant.namespace, "pool-a-kubeconfig"),
-			Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, tenant.namespace, nsPoolA, nsPoolA)},
-		})).To(Succeed())
+		g.Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret(tenant.namespace, "pool-a-kubeconfig", pool.UserKubeconfig(t, tenant.namespace, nsPoolA, nsPoolA)))).To(Succeed())
 		cluster := workloadCluster{namespace: tenant.namespace, name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-a-kubeconfig"}}
 		cluster.create(t, mgmt.Client)
 		createIPPool(t, mgmt.Client, tenant.namespace, tenant.pool, tenant.first, tenant.last, "192.168.111.1")

@@ -46,10 +46,7 @@ import (
 func poolIdentity(t *testing.T, mgmt, pool *testenv.Env, tenant, poolNamespace, secretName string) *infrav1.IdentityRef {
 	t.Helper()
 	pool.GrantInNamespace(t, poolNamespace, tenant, testenv.HostProviderRules()...)
-	if err := mgmt.Client.Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1ObjectMeta(tenant, secretName),
-		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, tenant, poolNamespace, poolNamespace)},
-	}); err != nil {
+	if err := mgmt.Client.Create(context.Background(), testenv.IdentitySecret(tenant, secretName, pool.UserKubeconfig(t, tenant, poolNamespace, poolNamespace))); err != nil {
 		t.Fatal(err)
 	}
 	return &infrav1.IdentityRef{Name: secretName}

@@ -148,10 +148,7 @@ func TestProvisioningThroughPools(t *testing.T) {
 		secret, poolName string
 	}{{poolEast, "pool-east-kubeconfig", nsPoolEast}, {poolGPU, "pool-gpu-kubeconfig", nsPoolGPU}} {
 		pool.env.GrantInNamespace(t, pool.poolName, nsTenantA, testenv.HostProviderRules()...)
-		g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1ObjectMeta(nsTenantA, pool.secret),
-			Data:       map[string][]byte{"kubeconfig": pool.env.UserKubeconfig(t, nsTenantA, pool.poolName, pool.poolName)},
-		})).To(Succeed())
+		g.Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret(nsTenantA, pool.secret, pool.env.UserKubeconfig(t, nsTenantA, pool.poolName, pool.poolName)))).To(Succeed())
 		availableHosts(t, pool.env.Client, pool.poolName, "host", 2)
 	}
 	cluster := workloadCluster{namespace: nsTenantA, name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-east-kubeconfig"}}

@@ -108,10 +108,7 @@ func BenchmarkRemoteVsInCluster(b *testing.B) {
 			}
 		}
 	}
-	if err := env.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "pool-kubeconfig"},
-		Data:       map[string][]byte{"kubeconfig": env.UserKubeconfig(b, "bench-pool-a", "pool", "pool-a")},
-	}); err != nil {
+	if err := env.Client.Create(ctx, testenv.IdentitySecret("tenant-a", "pool-kubeconfig", env.UserKubeconfig(b, "bench-pool-a", "pool", "pool-a"))); err != nil {
 		b.Fatal(err)
 	}
 

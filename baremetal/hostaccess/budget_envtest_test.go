@@ -24,8 +24,6 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
@@ -57,10 +55,7 @@ func TestHostileIdentityIsBounded(t *testing.T) {
 	hostile := testenv.StartHostileAPIServer(t, 64<<10)
 	hostileNS := tc.ns("tenant-hostile")
 	tc.mgmt.GrantInNamespace(t, hostileNS, "unused-tenant-hostile")
-	g.Expect(tc.mgmt.Client.Create(tc.ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "hostile-kubeconfig", Namespace: hostileNS},
-		Data:       map[string][]byte{"kubeconfig": hostile.Kubeconfig("hosts")},
-	})).To(Succeed())
+	g.Expect(tc.mgmt.Client.Create(tc.ctx, testenv.IdentitySecret(hostileNS, "hostile-kubeconfig", hostile.Kubeconfig("hosts")))).To(Succeed())
 	hostileID := identity.Identity{Key: identity.Key{SecretNamespace: hostileNS, SecretName: "hostile-kubeconfig"}, ObjectNamespace: hostileNS}
 	runtime.GC()
 	var before runtime.MemStats

@@ -164,10 +164,7 @@ func (tc *twoClusters) tenant(t *testing.T, user, mgmtNamespace, poolNamespace s
 	}
 	tc.pool.GrantInNamespace(t, poolNamespace, user, rules...)
 	tc.mgmt.GrantInNamespace(t, mgmtNamespace, "unused-"+user) // creates the namespace
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: user + "-kubeconfig", Namespace: mgmtNamespace},
-		Data:       map[string][]byte{"kubeconfig": tc.pool.UserKubeconfig(t, user, "pool", poolNamespace)},
-	}
+	secret := testenv.IdentitySecret(mgmtNamespace, user+"-kubeconfig", tc.pool.UserKubeconfig(t, user, "pool", poolNamespace))
 	if err := tc.mgmt.Client.Create(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}

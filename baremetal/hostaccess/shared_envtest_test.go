@@ -109,10 +109,7 @@ func TestSharedAccessorPerCredential(t *testing.T) {
 	newSecret := func(namespace string) identity.Identity {
 		namespace = tc.ns(namespace)
 		tc.mgmt.GrantInNamespace(t, namespace, "nobody") // creates the namespace
-		g.Expect(tc.mgmt.Client.Create(tc.ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "pool-kubeconfig"},
-			Data:       map[string][]byte{"kubeconfig": kubeconfig},
-		})).To(Succeed())
+		g.Expect(tc.mgmt.Client.Create(tc.ctx, testenv.IdentitySecret(namespace, "pool-kubeconfig", kubeconfig))).To(Succeed())
 		return identity.Identity{Key: identity.Key{SecretNamespace: namespace, SecretName: "pool-kubeconfig"}, ObjectNamespace: namespace}
 	}
 	tenants := []identity.Identity{newSecret("shared-a"), newSecret("shared-b"), newSecret("shared-c")}

@@ -180,7 +180,9 @@ func (h *Host) Addresses() []clusterv1.MachineAddress {
 }
 
 // ProviderID is the provider ID a machine bound to the host gets.
-func (h *Host) ProviderID(m3m *infrav1.Metal3Machine) string { return ProviderID(h.NamespacedName, m3m) }
+func (h *Host) ProviderID(m3m *infrav1.Metal3Machine) string {
+	return ProviderID(h.NamespacedName, m3m)
+}
 
 // ProviderID is metal3://<host namespace>/<host name>/<Metal3Machine name>,
 // as upstream CAPM3 writes it (in HostClaim mode, the claim's).

@@ -16,11 +16,6 @@ limitations under the License.
 
 package testenv
 
-// InClusterIPAMDir returns the directory holding the CAPI in-cluster IPAM
-// provider binary (ipam-incluster) and its pool CRDs (crds/), building them
-// once with hack/tools-bin.sh.
-func InClusterIPAMDir() (string, error) { return inClusterIPAMTool.Dir() }
-
 // InClusterIPAMCRDPath is the directory of the provider's pool CRDs
 // (InClusterIPPool, GlobalInClusterIPPool and the prefix pools), for
 // Options.CRDDirectoryPaths. The IPAddressClaim and IPAddress CRDs it serves

@@ -24,10 +24,6 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 )
 
-// IPAMDir returns the directory holding the ip-address-manager binary and its
-// CRDs (crds/), building them once with hack/tools-bin.sh.
-func IPAMDir() (string, error) { return ipamTool.Dir() }
-
 // IPAMCRDPath is the directory of the IPPool, IPClaim and IPAddress CRDs
 // matching the IPAM binary, for Options.CRDDirectoryPaths.
 func IPAMCRDPath(t T) string {

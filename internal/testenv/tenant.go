@@ -177,3 +177,12 @@ func (e *Env) ServiceAccountKubeconfig(t T, namespace, name string, expiry time.
 	}
 	return out
 }
+
+// IdentitySecret is the Secret a tenant writes for an identityRef: a
+// kubeconfig under the "kubeconfig" key.
+func IdentitySecret(namespace, name string, kubeconfig []byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Data:       map[string][]byte{"kubeconfig": kubeconfig},
+	}
+}

@@ -50,16 +50,15 @@ func TestMoveWithClusterIdentity(t *testing.T) {
 	pool.StartBMO(t, poolNamespace)
 	pool.GrantInNamespace(t, poolNamespace, "pool-admin", testenv.HostProviderRules()...)
 	mgmt.GrantInNamespace(t, tenantNamespace, "nobody")
-	registerHost(t, pool.Client, "host-0")
+	if err := testenv.RegisterHosts(ctx, pool.Client, poolNamespace, "host", 1); err != nil {
+		t.Fatal(err)
+	}
 
 	// What the platform admin sets up: the pool's kubeconfig in the
 	// provider's namespace, and an identity admitting the tenant.
 	const identityName, secretName = "pool-east", "pool-east-kubeconfig"
 	g.Expect(mgmt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: providerNamespace}})).To(Succeed())
-	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: providerNamespace, Name: secretName},
-		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, "pool-admin", "pool-east", poolNamespace)},
-	})).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret(providerNamespace, secretName, pool.UserKubeconfig(t, "pool-admin", "pool-east", poolNamespace)))).To(Succeed())
 	g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3ClusterIdentity{
 		ObjectMeta: metav1.ObjectMeta{Name: identityName},
 		Spec: infrav1.Metal3ClusterIdentitySpec{

@@ -74,7 +74,9 @@ func TestMoveWithRemotePool(t *testing.T) {
 	pool.StartBMO(t, poolNamespace)
 	pool.GrantInNamespace(t, poolNamespace, "tenant-a", testenv.HostProviderRules()...)
 	mgmt.GrantInNamespace(t, tenantNamespace, "nobody")
-	registerHost(t, pool.Client, "host-0")
+	if err := testenv.RegisterHosts(ctx, pool.Client, poolNamespace, "host", 1); err != nil {
+		t.Fatal(err)
+	}
 
 	// The tenant's cluster, as clusterctl generate and Cluster API leave it:
 	// the owner references are those CAPI's controllers set.
@@ -134,10 +136,7 @@ func TestMoveWithRemotePool(t *testing.T) {
 func createTenantCluster(t *testing.T, mgmt, pool *testenv.Env, mode infrav1.HostMode) (*clusterv1.Cluster, *corev1.Secret) {
 	t.Helper()
 	ctx := context.Background()
-	id := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: clusterName + "-pool-identity"},
-		Data:       map[string][]byte{"kubeconfig": pool.UserKubeconfig(t, "tenant-a", "pool-east", poolNamespace)},
-	}
+	id := testenv.IdentitySecret(tenantNamespace, clusterName+"-pool-identity", pool.UserKubeconfig(t, "tenant-a", "pool-east", poolNamespace))
 	if err := mgmt.Client.Create(ctx, id); err != nil {
 		t.Fatal(err)
 	}
@@ -186,29 +185,6 @@ func moveScheme(t *testing.T) *runtime.Scheme {
 		}
 	}
 	return scheme
-}
-
-// registerHost creates a host and its BMC credentials in the pool; the Bare
-// Metal Operator registers and inspects it.
-func registerHost(t *testing.T, c ctrlclient.Client, name string) {
-	t.Helper()
-	ctx := context.Background()
-	bmc := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: poolNamespace, Name: name + "-bmc"},
-		StringData: map[string]string{"username": "admin", "password": "password"},
-	}
-	if err := c.Create(ctx, bmc); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, &bmov1alpha1.BareMetalHost{
-		ObjectMeta: metav1.ObjectMeta{Namespace: poolNamespace, Name: name},
-		Spec: bmov1alpha1.BareMetalHostSpec{
-			Online: true, BootMACAddress: "00:5c:52:31:3a:10",
-			BMC: bmov1alpha1.BMCDetails{Address: "ipmi://192.168.122.1:6233", CredentialsName: bmc.Name},
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func ownedBy(obj ctrlclient.Object) []metav1.OwnerReference {

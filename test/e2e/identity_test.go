@@ -21,7 +21,6 @@ package e2e
 import (
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -31,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
 )
 
@@ -82,10 +82,7 @@ var _ = Describe("A cluster whose identityRef names a Metal3ClusterIdentity", fu
 		// What the platform admin sets up: the pool's kubeconfig in the
 		// provider's namespace, and an identity admitting the tenant.
 		mgmt := environment.Management
-		Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "capm3-system", Name: identityName + "-kubeconfig"},
-			Data:       map[string][]byte{"kubeconfig": kubeconfig},
-		})).To(Succeed())
+		Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret("capm3-system", identityName+"-kubeconfig", kubeconfig))).To(Succeed())
 		Expect(mgmt.Client.Create(ctx, &infrav1.Metal3ClusterIdentity{
 			ObjectMeta: metav1.ObjectMeta{Name: identityName},
 			Spec: infrav1.Metal3ClusterIdentitySpec{

@@ -125,10 +125,7 @@ var _ = Describe("The pivot from an all-in-one bootstrap cluster", func() {
 
 		By("4. Re-pointing the Metal3Cluster at the pool through an identity")
 		kubeconfig := pool.ServiceAccountKubeconfig(GinkgoT(), poolNS, "tenant-pivot", 24*time.Hour, testenv.HostProviderRules()...)
-		Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-pool-identity"},
-			Data:       map[string][]byte{"kubeconfig": kubeconfig},
-		})).To(Succeed())
+		Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret(ns, name+"-pool-identity", kubeconfig))).To(Succeed())
 		m3c := &infrav1.Metal3Cluster{}
 		Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m3c)).To(Succeed())
 		patch := client.MergeFrom(m3c.DeepCopy())

@@ -141,7 +141,7 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 			return associationResult{}, err
 		}
 	}
-	if err := waitFor(ctx, 10*time.Minute, "hosts available", func() (bool, error) {
+	if err := pollUntil(ctx, 10*time.Minute, flowPoll, "hosts available", func() (bool, error) {
 		for _, ns := range []string{hostNamespace, floorHosts} {
 			if ok, err := hostsInState(ctx, a.hosts.Client, ns, bmov1alpha1.StateAvailable, n); !ok || err != nil {
 				return false, err
@@ -163,7 +163,7 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 	if err := createMetal3Machines(ctx, a.mgmt.Client, n); err != nil {
 		return res, err
 	}
-	if err := waitFor(ctx, 30*time.Minute, "machines associated", func() (bool, error) {
+	if err := pollUntil(ctx, 30*time.Minute, flowPoll, "machines associated", func() (bool, error) {
 		return metal3MachinesWith(ctx, a.mgmt.Client, assocNamespace, infrav1.HostAssociatedCondition, n)
 	}); err != nil {
 		return res, err
@@ -174,7 +174,7 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 	// At rest: once every host is provisioned (the driver's provisioning
 	// is quick) and the last status patches landed.
 	if rest > 0 {
-		if err := waitFor(ctx, 30*time.Minute, "machines ready", func() (bool, error) {
+		if err := pollUntil(ctx, 30*time.Minute, flowPoll, "machines ready", func() (bool, error) {
 			return metal3MachinesWith(ctx, a.mgmt.Client, assocNamespace, infrav1.ReadyCondition, n)
 		}); err != nil {
 			return res, err
@@ -298,10 +298,7 @@ func (a *association) createCluster(ctx context.Context, n int) error {
 	var objects []client.Object
 	if a.remote {
 		// The identity first, so the Metal3Cluster never waits for it.
-		objects = append(objects, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: assocNamespace, Name: name + "-pool"},
-			Data:       map[string][]byte{"kubeconfig": a.identity},
-		})
+		objects = append(objects, testenv.IdentitySecret(assocNamespace, name+"-pool", a.identity))
 		base.m3c.Spec.IdentityRef = &infrav1.IdentityRef{Name: name + "-pool"}
 	}
 	if err := createAll(ctx, c, append(objects, base.objects()...)); err != nil {
@@ -403,7 +400,7 @@ type quietLog struct{ path, user string }
 // waitQuiet returns once none of the logs shows a write by its user in the
 // last quietFor.
 func waitQuiet(ctx context.Context, logs []quietLog, quietFor, timeout time.Duration) error {
-	return waitFor(ctx, timeout, "the provider to stop writing", func() (bool, error) {
+	return pollUntil(ctx, timeout, flowPoll, "the provider to stop writing", func() (bool, error) {
 		for _, l := range logs {
 			events, err := testenv.ReadAuditLog(l.path)
 			if err != nil {

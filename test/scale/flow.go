@@ -79,7 +79,7 @@ func runFlow(ctx context.Context, t testenv.T, dir string, machines int, rest ti
 	if err := testenv.RegisterHosts(ctx, c, ns, "host", machines); err != nil {
 		return flowResult{}, err
 	}
-	if err := waitFor(ctx, 5*time.Minute, "hosts available", func() (bool, error) {
+	if err := pollUntil(ctx, 5*time.Minute, flowPoll, "hosts available", func() (bool, error) {
 		return hostsInState(ctx, c, ns, bmov1alpha1.StateAvailable, machines)
 	}); err != nil {
 		return flowResult{}, err
@@ -88,7 +88,7 @@ func runFlow(ctx context.Context, t testenv.T, dir string, machines int, rest ti
 	if err := createFlowCluster(ctx, c, ns, name); err != nil {
 		return flowResult{}, err
 	}
-	if err := waitFor(ctx, time.Minute, "cluster infrastructure provisioned", func() (bool, error) {
+	if err := pollUntil(ctx, time.Minute, flowPoll, "cluster infrastructure provisioned", func() (bool, error) {
 		cluster := &clusterv1.Cluster{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
 			return false, err
@@ -103,7 +103,7 @@ func runFlow(ctx context.Context, t testenv.T, dir string, machines int, rest ti
 	if err := c.Create(ctx, flowMachineDeployment(ns, name, machines)); err != nil {
 		return flowResult{}, err
 	}
-	if err := waitFor(ctx, 5*time.Minute, "Metal3Machines ready", func() (bool, error) {
+	if err := pollUntil(ctx, 5*time.Minute, flowPoll, "Metal3Machines ready", func() (bool, error) {
 		return metal3MachinesWith(ctx, c, ns, infrav1.ReadyCondition, machines)
 	}); err != nil {
 		return flowResult{}, err
@@ -211,12 +211,6 @@ func hostsInState(ctx context.Context, c client.Client, ns string, state bmov1al
 		}
 	}
 	return n >= want, nil
-}
-
-// waitFor polls done every 200 ms until it reports true, fails, or timeout
-// passes.
-func waitFor(ctx context.Context, timeout time.Duration, what string, done func() (bool, error)) error {
-	return pollUntil(ctx, timeout, 200*time.Millisecond, what, done)
 }
 
 // lastWrite is when the last verb on resource in [from, to) was received.

@@ -27,9 +27,7 @@ import (
 	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,7 +80,7 @@ func runHostile(ctx context.Context, t testenv.T, window time.Duration, annotati
 	if err := testenv.RegisterHosts(ctx, c, good, "host", machines); err != nil {
 		return res, err
 	}
-	if err := waitFor(ctx, 5*time.Minute, "hosts available", func() (bool, error) {
+	if err := pollUntil(ctx, 5*time.Minute, flowPoll, "hosts available", func() (bool, error) {
 		return hostsInState(ctx, c, good, bmov1alpha1.StateAvailable, machines)
 	}); err != nil {
 		return res, err
@@ -96,10 +94,7 @@ func runHostile(ctx context.Context, t testenv.T, window time.Duration, annotati
 	hostile := testenv.StartHostileAPIServer(t, annotationBytes)
 	base := newClusterBase(hostileNS, "hostile")
 	base.m3c.Spec.IdentityRef = &infrav1.IdentityRef{Name: "hostile-kubeconfig"}
-	if err := createAll(ctx, c, append([]client.Object{&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: hostileNS, Name: "hostile-kubeconfig"},
-		Data:       map[string][]byte{"kubeconfig": hostile.Kubeconfig("hosts")},
-	}}, base.objects()...)); err != nil {
+	if err := createAll(ctx, c, append([]client.Object{testenv.IdentitySecret(hostileNS, "hostile-kubeconfig", hostile.Kubeconfig("hosts"))}, base.objects()...)); err != nil {
 		return res, err
 	}
 	if err := createFlowCluster(ctx, c, good, good); err != nil {

@@ -314,6 +314,9 @@ func drainGoroutines(baseline int, limit time.Duration) (int, time.Duration) {
 	}
 }
 
+// flowPoll is how often the flow scenario looks at the objects it waits on.
+const flowPoll = 200 * time.Millisecond
+
 // pollUntil calls done every interval until it reports true, or fails with
 // its last error once timeout has passed.
 func pollUntil(ctx context.Context, timeout, interval time.Duration, what string, done func() (bool, error)) error {
@@ -489,10 +492,7 @@ func (f *tenantFleet) addTenant(ctx context.Context, tenant, poolNamespace, serv
 	if err := ignoreExists(f.mgmt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}})); err != nil {
 		return err
 	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "pool-kubeconfig"},
-		Data:       map[string][]byte{"kubeconfig": kubeconfig},
-	}
+	secret := testenv.IdentitySecret(tenant, "pool-kubeconfig", kubeconfig)
 	if err := f.mgmt.Client.Create(ctx, secret); err != nil {
 		return fmt.Errorf("identity Secret of %s: %w", tenant, err)
 	}

@@ -156,7 +156,7 @@ func (m *Management) CreateCluster(ctx context.Context, t testenv.T, workload *t
 		},
 	}
 	if len(spec.Identity) > 0 {
-		objects = append(objects, identitySecret(ns, name+"-pool-identity", spec.Identity))
+		objects = append(objects, testenv.IdentitySecret(ns, name+"-pool-identity", spec.Identity))
 		m3c.Spec.IdentityRef = &infrav1.IdentityRef{Name: name + "-pool-identity"}
 	}
 	if spec.ClusterIdentity != "" {
@@ -165,7 +165,7 @@ func (m *Management) CreateCluster(ctx context.Context, t testenv.T, workload *t
 	machineSpec := infrav1.Metal3MachineSpec{Image: Image, DataTemplate: &corev1.ObjectReference{Name: name + "-nodes"}}
 	workerSpec := *machineSpec.DeepCopy()
 	if len(spec.WorkerIdentity) > 0 {
-		objects = append(objects, identitySecret(ns, name+"-workers-identity", spec.WorkerIdentity))
+		objects = append(objects, testenv.IdentitySecret(ns, name+"-workers-identity", spec.WorkerIdentity))
 		workerSpec.IdentityRef = &infrav1.IdentityRef{Name: name + "-workers-identity"}
 	}
 	infraRef := func(kind, ref string) clusterv1.ContractVersionedObjectReference {
@@ -264,11 +264,4 @@ func movable(labels map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-func identitySecret(namespace, name string, kubeconfig []byte) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Data:       map[string][]byte{"kubeconfig": kubeconfig},
-	}
 }
