@@ -149,36 +149,41 @@ func (m *bmhBinding) Host(ctx context.Context) (*Host, error) {
 	return hostView(bmh), nil
 }
 
-// host finds the machine's host by the pool's record of it, the host's
-// consumerRef (the machine's namespace, name and consumer ID), which a
-// tenant cannot edit without write access to the pool: first where the
-// machine's host annotation points, then among every host of the
-// identity's namespace, through reader. The annotation is a hint, never the
-// truth: it is on the tenant's own object. nil when the machine records no
-// host and none names it; ErrHostNotFound when it records one and none
-// names it.
+// host finds the machine's host (see ConsumedHost).
 func (m *bmhBinding) host(ctx context.Context, reader client.Reader) (*bmov1alpha1.BareMetalHost, error) {
-	recorded := m.M3Machine.Annotations[infrav1.HostAnnotation]
+	return ConsumedHost(ctx, m.Access, m.M3Machine, reader)
+}
+
+// ConsumedHost finds the BareMetalHost m3m consumes through access, by the
+// pool's record of it, the host's consumerRef (the machine's namespace,
+// name and consumer ID), which a tenant cannot edit without write access
+// to the pool: first where the machine's host annotation points, then
+// among every host of the identity's namespace, through reader. The
+// annotation is a hint, never the truth: it is on the tenant's own object.
+// nil when the machine records no host and none names it; ErrHostNotFound
+// when it records one and none names it. It only reads.
+func ConsumedHost(ctx context.Context, access hostaccess.HostAccess, m3m *infrav1.Metal3Machine, reader client.Reader) (*bmov1alpha1.BareMetalHost, error) {
+	recorded := m3m.Annotations[infrav1.HostAnnotation]
 	if key, ok := recordedKey(recorded); ok {
 		host := &bmov1alpha1.BareMetalHost{}
-		err := m.Access.Client().Get(ctx, key, host)
+		err := access.Client().Get(ctx, key, host)
 		switch {
-		case err == nil && m.consumes(host):
+		case err == nil && Consumes(host, m3m):
 			return host, nil
-		case err != nil && !apierrors.IsNotFound(err) && key.Namespace == m.Access.Namespace():
+		case err != nil && !apierrors.IsNotFound(err) && key.Namespace == access.Namespace():
 			return nil, fmt.Errorf("get host %s: %w", recorded, err)
 		}
 	}
 	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := reader.List(ctx, hosts, client.InNamespace(m.Access.Namespace())); err != nil {
-		return nil, fmt.Errorf("list hosts in namespace %s: %w", m.Access.Namespace(), err)
+	if err := reader.List(ctx, hosts, client.InNamespace(access.Namespace())); err != nil {
+		return nil, fmt.Errorf("list hosts in namespace %s: %w", access.Namespace(), err)
 	}
-	if host := m.consumedAmong(hosts.Items); host != nil {
+	if host := consumedAmong(hosts.Items, m3m); host != nil {
 		if recorded != "" {
 			// Said in the HostAssociated condition; every reconcile of a
 			// machine whose hosts moved comes here.
 			ctrl.LoggerFrom(ctx).V(1).Info("The machine's host annotation names another host than the one the pool says it consumes",
-				"metal3Machine", klog.KObj(m.M3Machine), "annotation", recorded, "host", klog.KObj(host))
+				"metal3Machine", klog.KObj(m3m), "annotation", recorded, "host", klog.KObj(host))
 		}
 		return host, nil
 	}
@@ -186,7 +191,7 @@ func (m *bmhBinding) host(ctx context.Context, reader client.Reader) (*bmov1alph
 		return nil, nil
 	}
 	return nil, fmt.Errorf("%w: no host in namespace %s of %s names the machine as its consumer (the machine records host %s)",
-		ErrHostNotFound, m.Access.Namespace(), m.Access.Key(), recorded)
+		ErrHostNotFound, access.Namespace(), access.Key(), recorded)
 }
 
 // recordedKey reads a "<namespace>/<name>" association annotation.
@@ -206,7 +211,7 @@ func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 	if err := m.Access.Client().List(ctx, hosts, client.InNamespace(m.Access.Namespace())); err != nil {
 		return nil, fmt.Errorf("list hosts in namespace %s: %w", m.Access.Namespace(), err)
 	}
-	if host := m.consumedAmong(hosts.Items); host != nil {
+	if host := consumedAmong(hosts.Items, m.M3Machine); host != nil {
 		m.recordAssociation(host)
 		return hostView(host), nil
 	}
@@ -254,10 +259,10 @@ func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 
 var errLostRace = errors.New("host was claimed by someone else")
 
-// consumedAmong returns the host of hosts whose consumerRef is this machine.
-func (m *bmhBinding) consumedAmong(hosts []bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
+// consumedAmong returns the host of hosts whose consumerRef is m3m.
+func consumedAmong(hosts []bmov1alpha1.BareMetalHost, m3m *infrav1.Metal3Machine) *bmov1alpha1.BareMetalHost {
 	for i := range hosts {
-		if m.consumes(&hosts[i]) {
+		if Consumes(&hosts[i], m3m) {
 			return &hosts[i]
 		}
 	}
@@ -302,7 +307,7 @@ func (m *bmhBinding) claim(ctx context.Context, candidate *bmov1alpha1.BareMetal
 		return nil, fmt.Errorf("claim host %s/%s: %w", host.Namespace, host.Name, updateErr)
 	}
 	live := &bmov1alpha1.BareMetalHost{}
-	if err := m.Access.Reader().Get(ctx, client.ObjectKeyFromObject(host), live); err == nil && m.consumes(live) {
+	if err := m.Access.Reader().Get(ctx, client.ObjectKeyFromObject(host), live); err == nil && Consumes(live, m.M3Machine) {
 		return live, nil
 	}
 	m.deleteHostSecrets(ctx, host.Namespace)
@@ -330,15 +335,16 @@ func recordOnce(m3m *infrav1.Metal3Machine, annotation, value string) {
 	m3m.Annotations[annotation] = value
 }
 
-// consumes reports whether host's consumerRef is this machine. Its UID is
-// the machine's consumer ID, which tells a machine from an earlier one of the
-// same name, or from a same-named machine of another management cluster, and
-// stays the same when clusterctl move gives the machine a new UID.
-func (m *bmhBinding) consumes(host *bmov1alpha1.BareMetalHost) bool {
+// Consumes reports whether host's consumerRef is m3m. Its UID is the
+// machine's consumer ID, which tells a machine from an earlier one of the
+// same name, or from a same-named machine of another management cluster,
+// and stays the same when clusterctl move gives the machine a new UID. A
+// consumerRef without a UID (upstream CAPM3 wrote it) matches by name.
+func Consumes(host *bmov1alpha1.BareMetalHost, m3m *infrav1.Metal3Machine) bool {
 	ref := host.Spec.ConsumerRef
-	return ref != nil && ref.Kind == "Metal3Machine" && ref.Name == m.M3Machine.Name &&
-		ref.Namespace == m.M3Machine.Namespace &&
-		(ref.UID == "" || ref.UID == infrav1.ConsumerID(m.M3Machine))
+	return ref != nil && ref.Kind == "Metal3Machine" && ref.Name == m3m.Name &&
+		ref.Namespace == m3m.Namespace &&
+		(ref.UID == "" || ref.UID == infrav1.ConsumerID(m3m))
 }
 
 func (m *machineSide) failureDomain() string {

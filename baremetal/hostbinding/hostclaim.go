@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
@@ -125,33 +126,41 @@ func (m *claimBinding) recordedClaim(ctx context.Context) (*bmov1alpha1.HostClai
 	return m.findClaim(ctx, m.Access.Client())
 }
 
-// findClaim finds the machine's claim by the pool's record of it, the
-// claim's consumerRef (the machine with its consumer ID): where the
-// machine's annotation points, then under the name the machine's claim
-// always has, then among every claim of the namespace, through reader. The
-// annotation is a hint, never the truth: it is on the tenant's own object.
+// findClaim finds the machine's claim (see ConsumedClaim).
 func (m *claimBinding) findClaim(ctx context.Context, reader client.Reader) (*bmov1alpha1.HostClaim, error) {
-	recorded := m.M3Machine.Annotations[infrav1.HostClaimAnnotation]
-	keys := []types.NamespacedName{{Namespace: m.Access.Namespace(), Name: claimName(m.M3Machine)}}
-	if key, ok := recordedKey(recorded); ok && key != keys[0] && key.Namespace == m.Access.Namespace() {
+	return ConsumedClaim(ctx, m.Access, m.M3Machine, reader)
+}
+
+// ConsumedClaim finds the HostClaim made for m3m through access, by the
+// pool's record of it, the claim's consumerRef (the machine with its
+// consumer ID): where the machine's annotation points, then under the name
+// the machine's claim always has, then among every claim of the namespace,
+// through reader. The annotation is a hint, never the truth: it is on the
+// tenant's own object. nil when the machine records no claim and none
+// names it; ErrHostNotFound when it records one and none names it. It only
+// reads.
+func ConsumedClaim(ctx context.Context, access hostaccess.HostAccess, m3m *infrav1.Metal3Machine, reader client.Reader) (*bmov1alpha1.HostClaim, error) {
+	recorded := m3m.Annotations[infrav1.HostClaimAnnotation]
+	keys := []types.NamespacedName{{Namespace: access.Namespace(), Name: claimName(m3m)}}
+	if key, ok := recordedKey(recorded); ok && key != keys[0] && key.Namespace == access.Namespace() {
 		keys = append([]types.NamespacedName{key}, keys...)
 	}
 	for _, key := range keys {
 		claim := &bmov1alpha1.HostClaim{}
 		err := reader.Get(ctx, key, claim)
 		switch {
-		case err == nil && m.owns(claim):
+		case err == nil && ClaimedFor(claim, m3m):
 			return claim, nil
 		case err != nil && !apierrors.IsNotFound(err):
 			return nil, fmt.Errorf("get HostClaim %s: %w", key, err)
 		}
 	}
 	claims := &bmov1alpha1.HostClaimList{}
-	if err := reader.List(ctx, claims, client.InNamespace(m.Access.Namespace())); err != nil {
-		return nil, fmt.Errorf("list HostClaims in namespace %s: %w", m.Access.Namespace(), err)
+	if err := reader.List(ctx, claims, client.InNamespace(access.Namespace())); err != nil {
+		return nil, fmt.Errorf("list HostClaims in namespace %s: %w", access.Namespace(), err)
 	}
 	for i := range claims.Items {
-		if m.owns(&claims.Items[i]) {
+		if ClaimedFor(&claims.Items[i], m3m) {
 			return &claims.Items[i], nil
 		}
 	}
@@ -159,14 +168,16 @@ func (m *claimBinding) findClaim(ctx context.Context, reader client.Reader) (*bm
 		return nil, nil
 	}
 	return nil, fmt.Errorf("%w: no HostClaim in namespace %s of %s names the machine as its consumer (the machine records claim %s)",
-		ErrHostNotFound, m.Access.Namespace(), m.Access.Key(), recorded)
+		ErrHostNotFound, access.Namespace(), access.Key(), recorded)
 }
 
-// owns reports whether claim was made for this machine.
-func (m *claimBinding) owns(claim *bmov1alpha1.HostClaim) bool {
+// ClaimedFor reports whether claim was made for m3m: its consumerRef is
+// the machine, with its consumer ID (claims are only ever made by this
+// provider, so the ID is always there).
+func ClaimedFor(claim *bmov1alpha1.HostClaim, m3m *infrav1.Metal3Machine) bool {
 	ref := claim.Spec.ConsumerRef
-	return ref != nil && ref.Kind == "Metal3Machine" && ref.Name == m.M3Machine.Name &&
-		ref.Namespace == m.M3Machine.Namespace && ref.UID == infrav1.ConsumerID(m.M3Machine)
+	return ref != nil && ref.Kind == "Metal3Machine" && ref.Name == m3m.Name &&
+		ref.Namespace == m3m.Namespace && ref.UID == infrav1.ConsumerID(m3m)
 }
 
 func claimConsumer(claim *bmov1alpha1.HostClaim) string {
@@ -267,7 +278,7 @@ func (m *claimBinding) ensureClaim(ctx context.Context) (*bmov1alpha1.HostClaim,
 	err := m.Access.Client().Get(ctx, key, claim)
 	switch {
 	case err == nil:
-		if !m.owns(claim) {
+		if !ClaimedFor(claim, m.M3Machine) {
 			return nil, fmt.Errorf("HostClaim %s exists and belongs to %s", key, claimConsumer(claim))
 		}
 		return claim, nil
@@ -283,7 +294,7 @@ func (m *claimBinding) ensureClaim(ctx context.Context) (*bmov1alpha1.HostClaim,
 		if err := m.Access.Reader().Get(ctx, key, claim); err != nil {
 			return nil, fmt.Errorf("get HostClaim %s: %w", key, err)
 		}
-		if !m.owns(claim) {
+		if !ClaimedFor(claim, m.M3Machine) {
 			return nil, fmt.Errorf("HostClaim %s exists and belongs to %s", key, claimConsumer(claim))
 		}
 		return claim, nil

@@ -18,16 +18,16 @@ package remediation
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
@@ -36,33 +36,19 @@ import (
 // powers it off while one is there) and reports its power in the claim's
 // status.poweredOn.
 
-// findClaim returns the HostClaim of m3m as the remediation's host.
+// findClaim returns the HostClaim of m3m as the remediation's host, found
+// as the machine's binding finds it (hostbinding.ConsumedClaim).
 func findClaim(ctx context.Context, access hostaccess.HostAccess, m3m *infrav1.Metal3Machine) (Host, error) {
-	ref := m3m.Annotations[infrav1.HostClaimAnnotation]
-	namespace, name, ok := strings.Cut(ref, "/")
-	if !ok {
+	claim, err := hostbinding.ConsumedClaim(ctx, access, m3m, access.Client())
+	switch {
+	case errors.Is(err, hostbinding.ErrHostNotFound) || err == nil && claim == nil:
 		return nil, &TargetError{Reason: infrav1.HostNotFoundReason,
-			Message: fmt.Sprintf("Metal3Machine %s/%s: annotation %s=%q is not namespace/name", m3m.Namespace, m3m.Name, infrav1.HostClaimAnnotation, ref)}
-	}
-	claim := &bmov1alpha1.HostClaim{}
-	if err := access.Client().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, claim); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, &TargetError{Reason: infrav1.HostNotFoundReason,
-				Message: fmt.Sprintf("HostClaim %s of Metal3Machine %s/%s is not found through identity %s", ref, m3m.Namespace, m3m.Name, access.Key())}
-		}
-		return nil, fmt.Errorf("get HostClaim %s through identity %s: %w", ref, access.Key(), err)
-	}
-	if !claimedBy(claim, m3m) {
-		return nil, &TargetError{Reason: infrav1.HostNotFoundReason,
-			Message: fmt.Sprintf("HostClaim %s does not belong to Metal3Machine %s/%s", ref, m3m.Namespace, m3m.Name)}
+			Message: fmt.Sprintf("No HostClaim in namespace %s of identity %s names Metal3Machine %s/%s as its consumer (the machine records claim %s)",
+				access.Namespace(), access.Key(), m3m.Namespace, m3m.Name, m3m.Annotations[infrav1.HostClaimAnnotation])}
+	case err != nil:
+		return nil, fmt.Errorf("find the HostClaim of Metal3Machine %s/%s through identity %s: %w", m3m.Namespace, m3m.Name, access.Key(), err)
 	}
 	return &claimHost{client: access.Client(), claim: claim, rebootAnnotation: RebootAnnotation(m3m)}, nil
-}
-
-func claimedBy(claim *bmov1alpha1.HostClaim, m3m *infrav1.Metal3Machine) bool {
-	ref := claim.Spec.ConsumerRef
-	return ref != nil && ref.Kind == "Metal3Machine" && ref.Name == m3m.Name && ref.Namespace == m3m.Namespace &&
-		ref.UID == infrav1.ConsumerID(m3m)
 }
 
 // claimHost is a machine's HostClaim seen as the host to remediate.

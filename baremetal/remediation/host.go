@@ -18,6 +18,7 @@ package remediation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,6 +31,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
@@ -45,9 +47,9 @@ func RebootAnnotation(m3m *infrav1.Metal3Machine) string {
 	return infrav1.RemediationRebootAnnotationPrefix + string(infrav1.ConsumerID(m3m))
 }
 
-// FindHost returns the host of m3m through access: the BareMetalHost its
-// host annotation names, which must still name m3m as its consumer. A
-// missing or foreign host is a *TargetError.
+// FindHost returns the host of m3m through access: the BareMetalHost (or
+// HostClaim) that names m3m as its consumer, found as the machine's binding
+// finds it (hostbinding.ConsumedHost). A missing host is a *TargetError.
 func FindHost(ctx context.Context, access hostaccess.HostAccess, m3m *infrav1.Metal3Machine) (Host, error) {
 	if m3m.Annotations[infrav1.HostClaimAnnotation] != "" {
 		return findClaim(ctx, access, m3m)
@@ -57,55 +59,18 @@ func FindHost(ctx context.Context, access hostaccess.HostAccess, m3m *infrav1.Me
 		return nil, &TargetError{Reason: infrav1.RemediationHostNotAssociatedReason,
 			Message: fmt.Sprintf("Metal3Machine %s/%s has no host", m3m.Namespace, m3m.Name)}
 	}
-	namespace, name, ok := strings.Cut(ref, "/")
-	if !ok {
-		return nil, &TargetError{Reason: infrav1.HostNotFoundReason,
-			Message: fmt.Sprintf("Metal3Machine %s/%s: annotation %s=%q is not namespace/name", m3m.Namespace, m3m.Name, infrav1.HostAnnotation, ref)}
-	}
-	host := &bmov1alpha1.BareMetalHost{}
-	err := access.Client().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, host)
+	host, err := hostbinding.ConsumedHost(ctx, access, m3m, access.Client())
 	switch {
-	case err != nil && !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("get host %s through identity %s: %w", ref, access.Key(), err)
-	case err != nil || !consumedBy(host, m3m):
-		// The hosts may have moved (to the namespace the machine's
-		// identity names now, docs/move.md): the pool's record, the
-		// host's consumerRef, says which is the machine's.
-		moved, err := consumedIn(ctx, access, m3m)
-		if err != nil {
-			return nil, err
-		}
-		if moved == nil {
-			return nil, &TargetError{Reason: infrav1.HostNotFoundReason,
-				Message: fmt.Sprintf("No host in namespace %s of identity %s names Metal3Machine %s/%s as its consumer (the machine records host %s)",
-					access.Namespace(), access.Key(), m3m.Namespace, m3m.Name, ref)}
-		}
-		host = moved
+	case errors.Is(err, hostbinding.ErrHostNotFound) || err == nil && host == nil:
+		// The pool's record, the host's consumerRef, says which is the
+		// machine's, wherever the hosts moved (docs/move.md).
+		return nil, &TargetError{Reason: infrav1.HostNotFoundReason,
+			Message: fmt.Sprintf("No host in namespace %s of identity %s names Metal3Machine %s/%s as its consumer (the machine records host %s)",
+				access.Namespace(), access.Key(), m3m.Namespace, m3m.Name, ref)}
+	case err != nil:
+		return nil, fmt.Errorf("find the host of Metal3Machine %s/%s through identity %s: %w", m3m.Namespace, m3m.Name, access.Key(), err)
 	}
 	return &bmhHost{client: access.Client(), reader: access.Reader(), host: host, m3m: m3m, rebootAnnotation: RebootAnnotation(m3m)}, nil
-}
-
-// consumedIn is the host of the identity's namespace whose consumerRef is
-// m3m, or nil.
-func consumedIn(ctx context.Context, access hostaccess.HostAccess, m3m *infrav1.Metal3Machine) (*bmov1alpha1.BareMetalHost, error) {
-	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := access.Client().List(ctx, hosts, client.InNamespace(access.Namespace())); err != nil {
-		return nil, fmt.Errorf("list hosts in namespace %s through identity %s: %w", access.Namespace(), access.Key(), err)
-	}
-	for i := range hosts.Items {
-		if consumedBy(&hosts.Items[i], m3m) {
-			return &hosts.Items[i], nil
-		}
-	}
-	return nil, nil
-}
-
-// consumedBy reports whether host's consumerRef is m3m, with its consumer
-// ID: a same-named machine of another management cluster is not m3m.
-func consumedBy(host *bmov1alpha1.BareMetalHost, m3m *infrav1.Metal3Machine) bool {
-	ref := host.Spec.ConsumerRef
-	return ref != nil && ref.Kind == "Metal3Machine" && ref.Name == m3m.Name && ref.Namespace == m3m.Namespace &&
-		(ref.UID == "" || ref.UID == infrav1.ConsumerID(m3m))
 }
 
 // bmhHost is a BareMetalHost read through the machine's identity. Every
@@ -175,7 +140,7 @@ func (h *bmhHost) annotate(ctx context.Context, annotation, value string, set bo
 		if getErr := h.reader.Get(ctx, client.ObjectKeyFromObject(h.host), live); getErr != nil {
 			return fmt.Errorf("read host %s after a conflict: %w", h, getErr)
 		}
-		if !consumedBy(live, h.m3m) {
+		if !hostbinding.Consumes(live, h.m3m) {
 			return fmt.Errorf("host %s no longer names Metal3Machine %s/%s as its consumer", h, h.m3m.Namespace, h.m3m.Name)
 		}
 		h.host = live
