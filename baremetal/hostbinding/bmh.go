@@ -387,19 +387,31 @@ func (m *bmhBinding) Sync(ctx context.Context, view *Host) (bool, error) {
 func (m *bmhBinding) Pause(ctx context.Context, view *Host, paused bool) error {
 	host := view.bmh
 	updated := host.DeepCopy()
-	current, has := host.Annotations[bmov1alpha1.PausedAnnotation]
-	switch {
-	case paused && !has:
-		if updated.Annotations == nil {
-			updated.Annotations = map[string]string{}
-		}
-		updated.Annotations[bmov1alpha1.PausedAnnotation] = pausedByUs
-	case !paused && has && current == pausedByUs:
-		delete(updated.Annotations, bmov1alpha1.PausedAnnotation)
-	default:
+	if !setOwnPause(updated, bmov1alpha1.PausedAnnotation, paused) {
 		return nil
 	}
 	return m.patchHost(ctx, host, updated)
+}
+
+// setOwnPause sets or clears the provider's pause (annotation key, value
+// pausedByUs) on obj; a pause someone else set is never cleared. It
+// reports whether obj changed.
+func setOwnPause(obj metav1.Object, key string, paused bool) bool {
+	annotations := obj.GetAnnotations()
+	current, has := annotations[key]
+	switch {
+	case paused && !has:
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[key] = pausedByUs
+		obj.SetAnnotations(annotations)
+	case !paused && has && current == pausedByUs:
+		delete(annotations, key)
+	default:
+		return false
+	}
+	return true
 }
 
 // patchHost sends the difference between host and updated, guarded by the

@@ -438,16 +438,7 @@ func (m *claimBinding) Pause(ctx context.Context, view *Host, paused bool) error
 		return fmt.Errorf("get HostClaim %s: %w", view, err)
 	}
 	updated := claim.DeepCopy()
-	current, has := claim.Annotations[hostclaim.PausedAnnotation]
-	switch {
-	case paused && !has:
-		if updated.Annotations == nil {
-			updated.Annotations = map[string]string{}
-		}
-		updated.Annotations[hostclaim.PausedAnnotation] = pausedByUs
-	case !paused && has && current == pausedByUs:
-		delete(updated.Annotations, hostclaim.PausedAnnotation)
-	default:
+	if !setOwnPause(updated, hostclaim.PausedAnnotation, paused) {
 		return nil
 	}
 	return m.patchClaim(ctx, claim, updated)

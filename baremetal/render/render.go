@@ -161,28 +161,26 @@ func (in *Input) objectMeta(path *field.Path, obj infrav1.DataSourceObject) (*me
 // annotation reads an annotation. path is the entry holding object and
 // annotation fields.
 func (in *Input) annotation(path *field.Path, obj infrav1.DataSourceObject, key string) (string, *field.Error) {
-	meta, ferr := in.objectMeta(path.Child("object"), obj)
-	if ferr != nil {
-		return "", ferr
-	}
-	v, ok := meta.Annotations[key]
-	if !ok {
-		return "", notFound(path.Child("annotation"), key,
-			fmt.Sprintf("%s %q has no such annotation", obj, meta.Name))
-	}
-	return v, nil
+	return in.metadataValue(path, obj, "annotation", key, func(m *metav1.ObjectMeta) map[string]string { return m.Annotations })
 }
 
 // label reads a label. path is the entry holding object and label fields.
 func (in *Input) label(path *field.Path, obj infrav1.DataSourceObject, key string) (string, *field.Error) {
+	return in.metadataValue(path, obj, "label", key, func(m *metav1.ObjectMeta) map[string]string { return m.Labels })
+}
+
+// metadataValue reads key among the values of obj's metadata that of
+// picks; kind ("label", "annotation") names the field of path holding key.
+func (in *Input) metadataValue(path *field.Path, obj infrav1.DataSourceObject, kind, key string,
+	of func(*metav1.ObjectMeta) map[string]string,
+) (string, *field.Error) {
 	meta, ferr := in.objectMeta(path.Child("object"), obj)
 	if ferr != nil {
 		return "", ferr
 	}
-	v, ok := meta.Labels[key]
+	v, ok := of(meta)[key]
 	if !ok {
-		return "", notFound(path.Child("label"), key,
-			fmt.Sprintf("%s %q has no such label", obj, meta.Name))
+		return "", notFound(path.Child(kind), key, fmt.Sprintf("%s %q has no such %s", obj, meta.Name, kind))
 	}
 	return v, nil
 }
