@@ -59,20 +59,16 @@ func (m *DataTemplateManager) inIndexSpace(data *infrav1.Metal3Data) bool {
 	return data.Spec.Template.Name == m.Template.Name
 }
 
-// SetClusterOwner makes the template's Cluster (spec.clusterName) one of its
-// owners and labels it with the cluster's name, as CAPI does for every
-// object of a cluster: clusterctl move then carries the template with its
-// cluster (it moves only what hangs from a Cluster), and deleting the
-// cluster deletes the template. found is false while the Cluster does not
-// exist; the template is still served meanwhile.
-func (m *DataTemplateManager) SetClusterOwner(ctx context.Context) (found bool, err error) {
-	cluster := &clusterv1.Cluster{}
-	key := client.ObjectKey{Namespace: m.Template.Namespace, Name: m.Template.Spec.ClusterName}
-	if err := m.Client.Get(ctx, key, cluster); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("get Cluster %s of Metal3DataTemplate %s: %w", key, m.Template.Name, err)
+// SetClusterOwner makes cluster, the template's Cluster (spec.clusterName)
+// as the reconcile read it, one of its owners and labels it with the
+// cluster's name, as CAPI does for every object of a cluster: clusterctl
+// move then carries the template with its cluster (it moves only what
+// hangs from a Cluster), and deleting the cluster deletes the template.
+// found is false while the Cluster does not exist (nil); the template is
+// still served meanwhile.
+func (m *DataTemplateManager) SetClusterOwner(cluster *clusterv1.Cluster) (found bool) {
+	if cluster == nil {
+		return false
 	}
 	labels := m.Template.GetLabels()
 	if labels == nil {
@@ -83,7 +79,7 @@ func (m *DataTemplateManager) SetClusterOwner(ctx context.Context) (found bool, 
 	m.Template.OwnerReferences = util.EnsureOwnerRef(m.Template.OwnerReferences, metav1.OwnerReference{
 		APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID,
 	})
-	return true, nil
+	return true
 }
 
 // AllocateIndexes gives every claim of the template its Metal3Data,

@@ -70,7 +70,9 @@ func dropForeignConditions(ctx context.Context, c client.Client, recorder events
 		return fmt.Errorf("drop the conditions of another provider from %s: %w", client.ObjectKeyFromObject(obj), err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Dropped conditions written by another provider (or version); this provider's replace them", "conditions", dropped)
-	recorder.Eventf(obj, nil, corev1.EventTypeNormal, "ForeignConditionsDropped", "AdoptStatus",
-		"Dropped conditions this provider does not write, or without a reason (left by upstream CAPM3?): %s", strings.Join(dropped, ", "))
+	if recorder != nil {
+		recorder.Eventf(obj, nil, corev1.EventTypeNormal, "ForeignConditionsDropped", "AdoptStatus",
+			"Dropped conditions this provider does not write, or without a reason (left by upstream CAPM3?): %s", strings.Join(dropped, ", "))
+	}
 	return nil
 }

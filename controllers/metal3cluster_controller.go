@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -63,8 +62,9 @@ type Metal3ClusterReconciler struct {
 	// WorkloadClusters, when set, tells what its machines found of the
 	// workload cluster's kubeconfig (WorkloadClusterReachable).
 	WorkloadClusters *workload.Clusters
-	// Recorder emits Events on identity and workload access transitions;
-	// nil emits none.
+	// Recorder emits Events on transitions of the cluster's identity and
+	// of its workload cluster's access (as its machines found it), and
+	// when conditions another provider left are dropped; nil emits none.
 	Recorder         events.EventRecorder
 	WatchFilterValue string
 }
@@ -140,6 +140,11 @@ func (r *Metal3ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, m3c); err != nil || isPaused || requeue {
 		return ctrl.Result{}, err
 	}
+	// Persist the finalizer before protecting anything, so a deletion
+	// always runs reconcileDelete.
+	if added, err := persistFinalizer(ctx, r.Client, m3c, infrav1.Metal3ClusterFinalizer, false); err != nil || added {
+		return ctrl.Result{}, err
+	}
 
 	patchHelper, err := patch.NewHelper(m3c, r.Client)
 	if err != nil {
@@ -152,8 +157,8 @@ func (r *Metal3ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		ctx, cancel := patchContext(ctx)
 		defer cancel()
 		stampLastUpdated(statusBefore, &m3c.Status, &m3c.Status.LastUpdated)
-		if err := patchHelper.Patch(ctx, m3c, patch.WithOwnedConditions{Conditions: metal3ClusterConditions},
-			patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := patchUnlessGone(ctx, patchHelper, m3c, patch.WithOwnedConditions{Conditions: metal3ClusterConditions},
+			patch.WithStatusObservedGeneration{}); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
@@ -183,11 +188,6 @@ func (r *Metal3ClusterReconciler) reportWorkload(ctx context.Context, cluster *c
 }
 
 func (r *Metal3ClusterReconciler) reconcileNormal(ctx context.Context, m3c *infrav1.Metal3Cluster) (ctrl.Result, error) {
-	// Persist the finalizer before protecting anything, so a deletion
-	// always runs reconcileDelete.
-	if controllerutil.AddFinalizer(m3c, infrav1.Metal3ClusterFinalizer) {
-		return ctrl.Result{}, nil
-	}
 	if err := r.protectIdentitySecret(ctx, m3c); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -91,8 +91,8 @@ func (r *Metal3ClusterIdentityReconciler) Reconcile(ctx context.Context, req ctr
 		// is written all the same.
 		ctx, cancel := patchContext(ctx)
 		defer cancel()
-		if err := patchHelper.Patch(ctx, ci, patch.WithOwnedConditions{Conditions: []string{infrav1.ReadyCondition}},
-			patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := patchUnlessGone(ctx, patchHelper, ci, patch.WithOwnedConditions{Conditions: []string{infrav1.ReadyCondition}},
+			patch.WithStatusObservedGeneration{}); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()

@@ -169,6 +169,23 @@ func (r *Metal3DataReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		// Nothing is claimed or written while paused: clusterctl move may go on.
 		return ctrl.Result{}, releaseMoveBlock(ctx, r.Client, data)
 	}
+	// What the data renders for, found once: a deleting data looks for it
+	// only if it wrote Secrets (deletionIdentity).
+	var dm *dataMachine
+	waiting := ""
+	if data.DeletionTimestamp.IsZero() {
+		if dm, waiting, err = r.findMachine(ctx, data, cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	// Nothing is claimed or written before the finalizer and the consumer
+	// ID (which names the Secrets next to the host) are persisted; a data
+	// still waiting for its machine has neither yet.
+	if dm != nil {
+		if added, err := persistFinalizer(ctx, r.Client, data, infrav1.DataFinalizer, true); err != nil || added {
+			return ctrl.Result{}, err
+		}
+	}
 	patchHelper, err := patch.NewHelper(data, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -185,31 +202,23 @@ func (r *Metal3DataReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
-		if err := patchHelper.Patch(ctx, data, patch.WithOwnedConditions{Conditions: []string{
+		if err := patchUnlessGone(ctx, patchHelper, data, patch.WithOwnedConditions{Conditions: []string{
 			infrav1.ReadyCondition, infrav1.Metal3DataSecretsRenderedCondition,
-		}}, patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
+		}}, patch.WithStatusObservedGeneration{}); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
 
 	if !data.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, data)
+		return r.reconcileDelete(ctx, data, cluster)
 	}
-	return r.reconcileNormal(ctx, data)
+	return r.reconcileNormal(ctx, data, dm, waiting)
 }
 
-func (r *Metal3DataReconciler) reconcileNormal(ctx context.Context, data *infrav1.Metal3Data) (ctrl.Result, error) {
-	dm, waiting, err := r.findMachine(ctx, data)
-	if err != nil || waiting != "" {
-		if waiting != "" {
-			setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, infrav1.Metal3DataWaitingForHostReason, waiting)
-		}
-		return ctrl.Result{}, err
-	}
-	// Nothing is claimed or written before the finalizer and the consumer
-	// ID (which names the Secrets next to the host) are persisted.
-	addedFinalizer := controllerutil.AddFinalizer(data, infrav1.DataFinalizer)
-	if infrav1.EnsureConsumerID(data) || addedFinalizer {
+// reconcileNormal renders the data for dm, or says what it waits for.
+func (r *Metal3DataReconciler) reconcileNormal(ctx context.Context, data *infrav1.Metal3Data, dm *dataMachine, waiting string) (ctrl.Result, error) {
+	if waiting != "" {
+		setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, infrav1.Metal3DataWaitingForHostReason, waiting)
 		return ctrl.Result{}, nil
 	}
 	// The data's progress reaches its claim through the Metal3DataTemplate
@@ -273,13 +282,13 @@ func (r *Metal3DataReconciler) render(ctx context.Context, data *infrav1.Metal3D
 	return ctrl.Result{}, nil
 }
 
-func (r *Metal3DataReconciler) reconcileDelete(ctx context.Context, data *infrav1.Metal3Data) (ctrl.Result, error) {
+func (r *Metal3DataReconciler) reconcileDelete(ctx context.Context, data *infrav1.Metal3Data, cluster *clusterv1.Cluster) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(data, infrav1.DataFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	manager := &baremetal.DataManager{Client: r.Client, Data: data}
 	if manager.WroteHostSecrets() {
-		id, gone, err := r.deletionIdentity(ctx, data)
+		id, gone, err := r.deletionIdentity(ctx, data, cluster)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -325,8 +334,8 @@ func (r *Metal3DataReconciler) reconcileDelete(ctx context.Context, data *infrav
 // deletionIdentity is the identity the Secrets were written through: the
 // machine's when it still exists, else the one recorded on the data. gone
 // says the machine is gone, so its use of the identity ends here.
-func (r *Metal3DataReconciler) deletionIdentity(ctx context.Context, data *infrav1.Metal3Data) (identity.Identity, bool, error) {
-	dm, waiting, err := r.findMachine(ctx, data)
+func (r *Metal3DataReconciler) deletionIdentity(ctx context.Context, data *infrav1.Metal3Data, cluster *clusterv1.Cluster) (identity.Identity, bool, error) {
+	dm, waiting, err := r.findMachine(ctx, data, cluster)
 	if err == nil && waiting == "" {
 		return dm.id, false, nil
 	}
@@ -340,8 +349,10 @@ func (r *Metal3DataReconciler) deletionIdentity(ctx context.Context, data *infra
 
 // findMachine follows the data's claim to its Metal3Machine, Machine and
 // Cluster and resolves the machine's identity. waiting, when not empty,
-// says which link is missing yet.
-func (r *Metal3DataReconciler) findMachine(ctx context.Context, data *infrav1.Metal3Data) (*dataMachine, string, error) {
+// says which link is missing yet. cluster is the Cluster the reconcile
+// read for the data's pause (nil: none), not read again if it is the
+// machine's.
+func (r *Metal3DataReconciler) findMachine(ctx context.Context, data *infrav1.Metal3Data, cluster *clusterv1.Cluster) (*dataMachine, string, error) {
 	claim := &infrav1.Metal3DataClaim{}
 	key := types.NamespacedName{Namespace: data.Namespace, Name: data.Spec.Claim.Name}
 	if err := r.Client.Get(ctx, key, claim); err != nil {
@@ -373,10 +384,12 @@ func (r *Metal3DataReconciler) findMachine(ctx context.Context, data *infrav1.Me
 	if machine == nil {
 		return nil, fmt.Sprintf("Metal3Machine %s/%s has no owner Machine yet", m3m.Namespace, m3m.Name), nil
 	}
-	if _, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta); err != nil {
-		return nil, fmt.Sprintf("Waiting for the Cluster of Machine %s/%s: %v", machine.Namespace, machine.Name, err), nil
+	if cluster == nil || cluster.Name != machine.Labels[clusterv1.ClusterNameLabel] {
+		if cluster, err = util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta); err != nil {
+			return nil, fmt.Sprintf("Waiting for the Cluster of Machine %s/%s: %v", machine.Namespace, machine.Name, err), nil
+		}
 	}
-	id, err := identity.ResolveMachine(ctx, r.Client, m3m)
+	id, err := machineIdentity(ctx, r.Client, m3m, cluster, nil)
 	if err != nil {
 		return nil, fmt.Sprintf("Resolving the identity of Metal3Machine %s/%s: %v", m3m.Namespace, m3m.Name, err), nil
 	}

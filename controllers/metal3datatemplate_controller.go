@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -116,6 +115,9 @@ func (r *Metal3DataTemplateReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, template); err != nil || isPaused || requeue {
 		return ctrl.Result{}, err
 	}
+	if added, err := persistFinalizer(ctx, r.Client, template, infrav1.DataTemplateFinalizer, false); err != nil || added {
+		return ctrl.Result{}, err
+	}
 	patchHelper, err := patch.NewHelper(template, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -131,34 +133,23 @@ func (r *Metal3DataTemplateReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
-		if err := patchHelper.Patch(ctx, template, patch.WithOwnedConditions{Conditions: []string{
+		if err := patchUnlessGone(ctx, patchHelper, template, patch.WithOwnedConditions{Conditions: []string{
 			infrav1.ReadyCondition, infrav1.Metal3DataTemplateIndexesAllocatedCondition,
-		}}, patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
+		}}, patch.WithStatusObservedGeneration{}); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
+
 	manager := &baremetal.DataTemplateManager{Client: r.Client, Reader: r.APIReader, Template: template}
-
 	if !template.DeletionTimestamp.IsZero() {
-		remaining, err := manager.DataRemaining(ctx)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if remaining > 0 {
-			setCondition(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition, metav1.ConditionFalse, infrav1.DeletingReason,
-				fmt.Sprintf("Waiting for %d Metal3Data rendered from this template to be deleted", remaining))
-			return ctrl.Result{RequeueAfter: dataGoneRequeue}, nil
-		}
-		controllerutil.RemoveFinalizer(template, infrav1.DataTemplateFinalizer)
-		return ctrl.Result{}, nil
+		return r.reconcileDelete(ctx, manager)
 	}
+	return r.reconcileNormal(ctx, manager, cluster)
+}
 
-	if controllerutil.AddFinalizer(template, infrav1.DataTemplateFinalizer) {
-		return ctrl.Result{}, nil
-	}
-	if found, err := manager.SetClusterOwner(ctx); err != nil {
-		return ctrl.Result{}, err
-	} else if !found {
+func (r *Metal3DataTemplateReconciler) reconcileNormal(ctx context.Context, manager *baremetal.DataTemplateManager, cluster *clusterv1.Cluster) (ctrl.Result, error) {
+	template := manager.Template
+	if !manager.SetClusterOwner(cluster) {
 		// The Cluster's creation wakes the template (see SetupWithManager).
 		ctrl.LoggerFrom(ctx).Info("Cluster of the template not found yet; it will own the template once it exists",
 			"cluster", template.Spec.ClusterName)
@@ -174,5 +165,20 @@ func (r *Metal3DataTemplateReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if releasing > 0 {
 		return ctrl.Result{RequeueAfter: dataGoneRequeue}, nil
 	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Metal3DataTemplateReconciler) reconcileDelete(ctx context.Context, manager *baremetal.DataTemplateManager) (ctrl.Result, error) {
+	template := manager.Template
+	remaining, err := manager.DataRemaining(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if remaining > 0 {
+		setCondition(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition, metav1.ConditionFalse, infrav1.DeletingReason,
+			fmt.Sprintf("Waiting for %d Metal3Data rendered from this template to be deleted", remaining))
+		return ctrl.Result{RequeueAfter: dataGoneRequeue}, nil
+	}
+	controllerutil.RemoveFinalizer(template, infrav1.DataTemplateFinalizer)
 	return ctrl.Result{}, nil
 }

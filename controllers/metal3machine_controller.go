@@ -19,9 +19,9 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -54,9 +54,12 @@ type Metal3MachineReconciler struct {
 	// providerID when no cloud provider does and sync their labels. Nil
 	// disables that.
 	WorkloadClusters *workload.Clusters
-	// Recorder emits Events on binding decisions and on transitions of
-	// the machine's own identity and of its workload cluster's access;
-	// nil emits none.
+	// Recorder emits the machine's Events: its binding's decisions (host
+	// claimed, claim lost, host released or lost), a deleting machine's
+	// host not found, transitions of its identity (its own identityRef's,
+	// or one that cannot even be resolved) and of its workload cluster's
+	// access, invalid label-sync prefixes of its Metal3Cluster, and
+	// conditions another provider left being dropped; nil emits none.
 	Recorder         events.EventRecorder
 	WatchFilterValue string
 	// FastTrack leaves released hosts powered on (CAPM3_FAST_TRACK).
@@ -158,31 +161,9 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		ctrl.LoggerFrom(ctx).Info("Waiting for the Machine's Cluster", "reason", err.Error())
 		return ctrl.Result{}, nil
 	}
-
-	id, identityErr := identity.ResolveMachine(ctx, r.Client, m3m)
-	var access hostaccess.HostAccess
-	if identityErr == nil {
-		// A Metal3ClusterIdentity that does not admit the machine's
-		// namespace gives no access: the machine, and its host, are left
-		// as they are until it does.
-		id, access, identityErr = hostaccess.Open(ctx, r.Identities, id)
-	}
-	if identityErr == nil {
-		// Host events of this identity reach their machines from now on.
-		if err := r.Identities.Watch(ctx, id.Key, r.hostWatcher(id)); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	scope := &machineScope{
-		cluster: cluster, machine: machine, m3m: m3m, access: access,
-		data: &baremetal.MachineManager{Client: r.Client, Cluster: cluster, M3Machine: m3m},
-	}
-	bindingOptions := hostbinding.Options{
-		Client: r.Client, Access: access, Cluster: cluster, Machine: machine, M3Machine: m3m, Recorder: r.Recorder,
-		InFlight: &r.claimsInFlight,
-	}
-	if access != nil {
-		scope.binding = hostbinding.For(id.Mode, bindingOptions)
+	scope, err := r.newMachineScope(ctx, cluster, machine, m3m)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 
 	if annotations.IsPaused(cluster, m3m) {
@@ -200,6 +181,21 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	writes := &writeRecorder{Client: r.Client}
+	// The finalizer and the consumer ID are persisted before any host is
+	// touched: a machine deleted between a claim and the finalizer would
+	// leave its host claimed forever, and one moved by clusterctl between
+	// a claim and its consumer ID could not find its host again. A machine
+	// whose identity cannot be used gets neither: it touches no host, and
+	// a finalizer would keep it from being deleted until the identity
+	// works.
+	if scope.identityErr == nil {
+		added, err := persistFinalizer(ctx, writes, m3m, infrav1.Metal3MachineFinalizer, true)
+		if err != nil || added {
+			writes.waitForWrites(ctx, r.Client, m3m)
+			return ctrl.Result{}, err
+		}
+	}
+
 	patchHelper, err := patch.NewHelper(m3m, writes)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -214,58 +210,97 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		// is written all the same.
 		ctx, cancel := patchContext(ctx)
 		defer cancel()
-		if scope.metadataOnly {
-			// Only what was persisted ahead of everything else is patched;
-			// the status follows in the next reconcile, which this write
-			// triggers.
-			m3m.Status = *statusBefore
-		} else {
-			if err := setMachineReady(m3m); err != nil {
-				reterr = kerrors.NewAggregate([]error{reterr, err})
-			}
-			stampLastUpdated(statusBefore, &m3m.Status, &m3m.Status.LastUpdated)
-			setBlockMove(m3m, machineInFlight(m3m))
+		if err := setMachineReady(m3m); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
-		if err := patchHelper.Patch(ctx, m3m, patch.WithOwnedConditions{Conditions: metal3MachineConditions},
-			patch.WithStatusObservedGeneration{}); err != nil && !apierrors.IsNotFound(err) {
+		stampLastUpdated(statusBefore, &m3m.Status, &m3m.Status.LastUpdated)
+		setBlockMove(m3m, machineInFlight(m3m))
+		if err := patchUnlessGone(ctx, patchHelper, m3m, patch.WithOwnedConditions{Conditions: metal3MachineConditions},
+			patch.WithStatusObservedGeneration{}); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 			return
 		}
 		writes.waitForWrites(ctx, r.Client, m3m)
 	}()
 
-	if err := r.reportIdentity(ctx, m3m, id, access, identityErr); err != nil {
+	if err := r.reportIdentity(ctx, m3m, scope.id, scope.access, scope.identityErr); err != nil {
 		return ctrl.Result{}, err
 	}
-	if identityErr != nil {
+	if scope.identityErr != nil {
 		// Without its identity the machine can neither provision nor release
 		// its host: it keeps its finalizer and retries with backoff.
-		return r.identityRetry(id, identityErr), nil
+		return r.identityRetry(scope.id, scope.identityErr), nil
 	}
-	// The binding is rebuilt with the machine's part in node reuse, which
-	// only a machine with a usable identity needs.
-	if bindingOptions.Reuse, err = r.nodeReuse(ctx, cluster, machine, m3m); err != nil {
-		return ctrl.Result{}, err
-	}
-	bindingOptions.FastTrack = r.FastTrack
-	scope.binding = hostbinding.For(id.Mode, bindingOptions)
 	if !m3m.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, scope)
 	}
 	return r.reconcileNormal(ctx, scope)
 }
 
+// newMachineScope builds the reconcile's scope, once: the machine's
+// identity resolved and opened (its host events watched from then on), and
+// its binding, which pausing uses as much as provisioning. An identity that
+// cannot be used is no error here: the scope records it (identityErr) and
+// has no access nor binding.
+func (r *Metal3MachineReconciler) newMachineScope(ctx context.Context, cluster *clusterv1.Cluster, machine *clusterv1.Machine,
+	m3m *infrav1.Metal3Machine,
+) (*machineScope, error) {
+	s := &machineScope{
+		cluster: cluster, machine: machine, m3m: m3m,
+		data: &baremetal.MachineManager{Client: r.Client, Cluster: cluster, M3Machine: m3m},
+		// Read on first need (the identity, or the Node's settings), once.
+		metal3Cluster: sync.OnceValues(func() (*infrav1.Metal3Cluster, error) {
+			return identity.Metal3ClusterOf(ctx, r.Client, cluster)
+		}),
+	}
+	s.id, s.identityErr = machineIdentity(ctx, r.Client, m3m, cluster, s.metal3Cluster)
+	if s.identityErr == nil {
+		// A Metal3ClusterIdentity that does not admit the machine's
+		// namespace gives no access: the machine, and its host, are left
+		// as they are until it does.
+		s.id, s.access, s.identityErr = hostaccess.Open(ctx, r.Identities, s.id)
+	}
+	if s.identityErr == nil {
+		if err := r.bind(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// bind gives a scope whose identity is usable its binding, and has the
+// identity's host events reach their machines from now on.
+func (r *Metal3MachineReconciler) bind(ctx context.Context, s *machineScope) error {
+	if err := r.Identities.Watch(ctx, s.id.Key, r.hostWatcher(s.id)); err != nil {
+		return err
+	}
+	reuse, err := r.nodeReuse(ctx, s.cluster, s.machine, s.m3m)
+	if err != nil {
+		return err
+	}
+	s.binding = hostbinding.For(s.id.Mode, hostbinding.Options{
+		Client: r.Client, Access: s.access, Cluster: s.cluster, Machine: s.machine, M3Machine: s.m3m, Recorder: r.Recorder,
+		InFlight: &r.claimsInFlight, Reuse: reuse, FastTrack: r.FastTrack,
+	})
+	return nil
+}
+
 // machineScope is one reconcile of a Metal3Machine: the machine, its
-// cluster, the host access of its identity and the binding to its host
-// (both nil while the identity cannot be used), and its data.
+// cluster and Metal3Cluster, its identity, the host access of that
+// identity and the binding to its host (both nil while the identity cannot
+// be used), and its data.
 type machineScope struct {
 	cluster *clusterv1.Cluster
-	machine *clusterv1.Machine
-	m3m     *infrav1.Metal3Machine
-	access  hostaccess.HostAccess
-	binding hostbinding.Binding
-	data    *baremetal.MachineManager
-	// metadataOnly: the reconcile persists the machine's metadata alone
-	// (its finalizer and consumer ID, first of all).
-	metadataOnly bool
+	// metal3Cluster returns the Cluster's Metal3Cluster (nil when its
+	// infrastructure is another kind), read once per reconcile.
+	metal3Cluster func() (*infrav1.Metal3Cluster, error)
+	machine       *clusterv1.Machine
+	m3m           *infrav1.Metal3Machine
+	id            identity.Identity
+	// identityErr says why the identity cannot be used; access and
+	// binding are nil then.
+	identityErr error
+	access      hostaccess.HostAccess
+	binding     hostbinding.Binding
+	data        *baremetal.MachineManager
 }

@@ -49,18 +49,9 @@ const (
 
 func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machineScope) (ctrl.Result, error) {
 	m3m := s.m3m
-	// The finalizer and the consumer ID are persisted before any host is
-	// touched: a machine deleted between a claim and the finalizer would
-	// leave its host claimed forever, and one moved by clusterctl between
-	// a claim and its consumer ID could not find its host again. The
-	// deferred patch saves them, alone, in one request; its update event
-	// brings the next reconcile.
-	addedFinalizer := controllerutil.AddFinalizer(m3m, infrav1.Metal3MachineFinalizer)
-	if infrav1.EnsureConsumerID(m3m) || addedFinalizer {
-		s.metadataOnly = true
-		return ctrl.Result{}, nil
-	}
-	// Only a tenant's Secret is protected, not a Metal3ClusterIdentity's.
+	// The finalizer and the consumer ID are in place: Reconcile persisted
+	// them before anything else. Only a tenant's Secret is protected, not
+	// a Metal3ClusterIdentity's.
 	if name := secretRefName(m3m.Spec.IdentityRef); name != "" {
 		if err := r.identitySecrets().Protect(ctx, m3m.Namespace, name); err != nil {
 			return ctrl.Result{}, err

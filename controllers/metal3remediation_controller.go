@@ -18,12 +18,10 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -125,6 +123,15 @@ func (r *Metal3RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, m3r); err != nil || isPaused || requeue {
 		return ctrl.Result{}, err
 	}
+	deleting := !m3r.DeletionTimestamp.IsZero()
+	if deleting && !controllerutil.ContainsFinalizer(m3r, infrav1.Metal3RemediationFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	// The finalizer is saved before the host is touched: a remediation
+	// deleted while its host is held off must power it on again.
+	if added, err := persistFinalizer(ctx, r.Client, m3r, infrav1.Metal3RemediationFinalizer, false); err != nil || added {
+		return ctrl.Result{}, err
+	}
 	patchHelper, err := patch.NewHelper(m3r, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -136,24 +143,14 @@ func (r *Metal3RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		defer cancel()
 		// A remediation whose finalizer went is gone by the time its
 		// status is written.
-		if err := ignoreGone(patchHelper.Patch(ctx, m3r, patch.WithOwnedConditions{Conditions: []string{
+		if err := patchUnlessGone(ctx, patchHelper, m3r, patch.WithOwnedConditions{Conditions: []string{
 			infrav1.RemediationHostFoundCondition, infrav1.RemediationPowerCycledCondition, infrav1.RemediationNodeRestoredCondition,
-		}})); err != nil {
+		}}); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
 
-	deleting := !m3r.DeletionTimestamp.IsZero()
-	if deleting && !controllerutil.ContainsFinalizer(m3r, infrav1.Metal3RemediationFinalizer) {
-		return ctrl.Result{}, nil
-	}
-	// The finalizer is saved before the host is touched: a remediation
-	// deleted while its host is held off must power it on again.
-	if !deleting && controllerutil.AddFinalizer(m3r, infrav1.Metal3RemediationFinalizer) {
-		return ctrl.Result{}, nil
-	}
-
-	s, result, err := r.findHost(ctx, m3r)
+	s, result, err := r.findHost(ctx, m3r, cluster)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -196,8 +193,9 @@ type remediationScope struct {
 
 // findHost resolves the remediation's Machine, Metal3Machine, identity and
 // host, and reports the outcome in the HostFound condition. Only the
-// Metal3Machine's identity reaches the host.
-func (r *Metal3RemediationReconciler) findHost(ctx context.Context, m3r *infrav1.Metal3Remediation) (*remediationScope, ctrl.Result, error) {
+// Metal3Machine's identity reaches the host. cluster is the Cluster the
+// reconcile read for its pause (nil: none).
+func (r *Metal3RemediationReconciler) findHost(ctx context.Context, m3r *infrav1.Metal3Remediation, cluster *clusterv1.Cluster) (*remediationScope, ctrl.Result, error) {
 	s := &remediationScope{remediation: m3r}
 	target, err := remediation.FindTarget(ctx, r.Client, m3r)
 	if _, missing := remediation.AsTargetError(err); missing {
@@ -209,7 +207,7 @@ func (r *Metal3RemediationReconciler) findHost(ctx context.Context, m3r *infrav1
 	}
 	s.target = target
 	m3m := target.M3Machine
-	id, err := identity.ResolveMachine(ctx, r.Client, m3m)
+	id, err := machineIdentity(ctx, r.Client, m3m, cluster, nil)
 	var access hostaccess.HostAccess
 	if err == nil {
 		id, access, err = hostaccess.Open(ctx, r.Identities, id)
@@ -260,13 +258,26 @@ func (s *remediationScope) manager(r *Metal3RemediationReconciler, m3r *infrav1.
 	m.Machine = remediation.CAPIMachine(r.Client, s.target)
 	if s.host != nil {
 		clusterKey := client.ObjectKey{Namespace: s.target.Machine.Namespace, Name: s.target.Machine.Spec.ClusterName}
-		m.Nodes = remediation.WorkloadNodes(r.workloadClient(clusterKey), workload.NodeQuery{
-			NodeName:   s.target.Machine.Status.NodeRef.Name,
-			ProviderID: ptr.Deref(s.target.M3Machine.Spec.ProviderID, ""),
-			HostUID:    string(s.host.UID()),
-		})
+		m.Nodes = remediation.WorkloadNodes(r.workloadClient(clusterKey), remediationNodeQuery(s.target, s.host))
 	}
 	return m
+}
+
+// remediationNodeQuery is how a remediation recognises its machine's Node,
+// through workload.FindNode as the Metal3Machine controller does: by what
+// the machine put on it (Cluster API's nodeRef, the providerID) and the
+// host's UID label, which a Node registering again after the reboot
+// carries before its providerID. Never by hostname alone, unlike the
+// Metal3Machine controller linking a Node the first time: the remediation
+// deletes the Node it finds, and a remediated machine's Node was linked
+// already. More than one match is an error naming them, never a guess
+// (TestNodeLookupOfMachineAndRemediation).
+func remediationNodeQuery(target *remediation.Target, host remediation.Host) workload.NodeQuery {
+	return workload.NodeQuery{
+		NodeName:   target.Machine.Status.NodeRef.Name,
+		ProviderID: ptr.Deref(target.M3Machine.Spec.ProviderID, ""),
+		HostUID:    string(host.UID()),
+	}
 }
 
 // workloadClient returns the client of the cluster, lazily: only steps
@@ -353,18 +364,4 @@ func (r *Metal3RemediationReconciler) secretToRemediations(ctx context.Context, 
 		requests = append(requests, r.remediationOf(ctx, &machines.Items[i])...)
 	}
 	return requests
-}
-
-// ignoreGone drops an error of the patch helper made only of NotFound
-// errors: it wraps the aggregate of its requests' errors, through which
-// apierrors.IsNotFound does not see.
-func ignoreGone(err error) error {
-	var agg kerrors.Aggregate
-	if errors.As(err, &agg) {
-		if kerrors.FilterOut(agg, apierrors.IsNotFound) == nil {
-			return nil
-		}
-		return err
-	}
-	return client.IgnoreNotFound(err)
 }

@@ -26,7 +26,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,7 +68,7 @@ func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineS
 	if r.WorkloadClusters == nil {
 		return ctrl.Result{}, nodeLink{publishable: true}, nil
 	}
-	m3c, err := r.metal3Cluster(ctx, s.cluster)
+	m3c, err := s.metal3Cluster()
 	if err != nil {
 		return ctrl.Result{}, nodeLink{}, err
 	}
@@ -166,20 +165,6 @@ func workloadCondition(we *workload.Error) metav1.Condition {
 	}
 	return metav1.Condition{Type: infrav1.WorkloadClusterReachableCondition, Status: metav1.ConditionFalse,
 		Reason: we.Reason, Message: we.Message}
-}
-
-// metal3Cluster is the Cluster's Metal3Cluster, or nil when the Cluster's
-// infrastructure is of another kind.
-func (r *Metal3MachineReconciler) metal3Cluster(ctx context.Context, cluster *clusterv1.Cluster) (*infrav1.Metal3Cluster, error) {
-	ref := cluster.Spec.InfrastructureRef
-	if ref.Kind != "Metal3Cluster" || ref.Name == "" {
-		return nil, nil
-	}
-	m3c := &infrav1.Metal3Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}, m3c); err != nil {
-		return nil, fmt.Errorf("get Metal3Cluster %s/%s: %w", cluster.Namespace, ref.Name, err)
-	}
-	return m3c, nil
 }
 
 // cloudProviderEnabled reads the Metal3Cluster's setting as upstream CAPM3

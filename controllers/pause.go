@@ -25,6 +25,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 
 // clusterNamed gets the Cluster an object names, for its pause. An object
@@ -42,6 +45,23 @@ func clusterNamed(ctx context.Context, c client.Reader, namespace, name string) 
 		return nil, fmt.Errorf("get Cluster %s/%s: %w", namespace, name, err)
 	}
 	return cluster, nil
+}
+
+// machineIdentity resolves m3m's identity with cluster, the Cluster the
+// reconcile read (nil: none), which is not read again when it is the
+// machine's. metal3Cluster, when not nil, returns that Cluster's
+// Metal3Cluster, read once for the whole reconcile (it is read here
+// otherwise, if the identity depends on it).
+func machineIdentity(ctx context.Context, c client.Reader, m3m *infrav1.Metal3Machine, cluster *clusterv1.Cluster,
+	metal3Cluster func() (*infrav1.Metal3Cluster, error),
+) (identity.Identity, error) {
+	if cluster == nil || cluster.Namespace != m3m.Namespace || cluster.Name != m3m.Labels[clusterv1.ClusterNameLabel] {
+		return identity.ResolveMachine(ctx, c, m3m)
+	}
+	if metal3Cluster == nil {
+		metal3Cluster = func() (*infrav1.Metal3Cluster, error) { return identity.Metal3ClusterOf(ctx, c, cluster) }
+	}
+	return identity.ResolveMachineIn(m3m, cluster, metal3Cluster)
 }
 
 // stampLastUpdated sets the status' lastUpdated (the upstream field users

@@ -42,10 +42,10 @@ func ReuseID(claim *bmov1alpha1.HostClaim) string {
 func Keeper(claim *bmov1alpha1.HostClaim) pool.Keeper {
 	reuseID := ReuseID(claim)
 	return func(host *bmov1alpha1.BareMetalHost) pool.Kept {
-		switch keptFor := host.Annotations[KeptForAnnotation]; {
-		case keptFor == "":
+		switch host.Annotations[KeptForAnnotation] {
+		case "":
 			return pool.NotKept
-		case keptFor == reuseID:
+		case reuseID:
 			return pool.KeptForConsumer
 		}
 		return pool.KeptForOther

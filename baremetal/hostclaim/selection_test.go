@@ -43,7 +43,6 @@ func host(nsName string, opts ...hostOpt) bmov1alpha1.BareMetalHost {
 func state(s bmov1alpha1.ProvisioningState) hostOpt {
 	return func(h *bmov1alpha1.BareMetalHost) { h.Status.Provisioning.State = s }
 }
-func label(k, v string) hostOpt { return func(h *bmov1alpha1.BareMetalHost) { h.Labels[k] = v } }
 func annotate(k, v string) hostOpt {
 	return func(h *bmov1alpha1.BareMetalHost) { h.Annotations[k] = v }
 }
@@ -54,11 +53,6 @@ func broken(h *bmov1alpha1.BareMetalHost) {
 	h.Status.OperationalStatus = bmov1alpha1.OperationalStatusError
 	h.Status.ErrorMessage = "boom"
 }
-func deleting(h *bmov1alpha1.BareMetalHost) {
-	now := metav1.Now()
-	h.DeletionTimestamp = &now
-}
-
 func claim(opts ...func(*bmov1alpha1.HostClaim)) *bmov1alpha1.HostClaim {
 	c := &bmov1alpha1.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "c", UID: "uid-c", Annotations: map[string]string{}}}
 	for _, opt := range opts {

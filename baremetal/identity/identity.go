@@ -171,35 +171,78 @@ func OfMachine(machine *infrav1.Metal3Machine, cluster *infrav1.Metal3Cluster) I
 	return fromRef(cluster.Spec.IdentityRef, machine.Namespace, mode)
 }
 
-// ResolveMachine finds the Metal3Cluster of machine (through its
-// Cluster's infrastructureRef) and resolves the machine's identity. A machine
-// with its own identityRef needs no cluster lookup.
+// ResolveMachine finds the Cluster of machine (its cluster-name label) and
+// resolves the machine's identity (ResolveMachineIn), reading the Cluster's
+// Metal3Cluster if the identity depends on it. A machine with its own
+// identityRef needs no cluster lookup.
 func ResolveMachine(ctx context.Context, c client.Reader, machine *infrav1.Metal3Machine) (Identity, error) {
-	// A machine with its own identityRef needs no cluster lookup, unless
-	// its host mode is its cluster's to say.
-	if machine.Spec.IdentityRef != nil && (machine.Spec.HostMode != "" || hasHost(machine) ||
-		machine.Labels[clusterv1.ClusterNameLabel] == "") {
+	if !dependsOnCluster(machine) {
 		return OfMachine(machine, nil), nil
 	}
 	clusterName := machine.Labels[clusterv1.ClusterNameLabel]
 	if clusterName == "" {
-		return Identity{}, fmt.Errorf("Metal3Machine %s/%s has no %s label yet: its identity depends on its cluster",
-			machine.Namespace, machine.Name, clusterv1.ClusterNameLabel)
+		return Identity{}, errNoClusterLabel(machine)
 	}
 	cluster := &clusterv1.Cluster{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: machine.Namespace, Name: clusterName}, cluster); err != nil {
 		return Identity{}, fmt.Errorf("get Cluster %s/%s of Metal3Machine %s: %w", machine.Namespace, clusterName, machine.Name, err)
 	}
-	ref := cluster.Spec.InfrastructureRef
-	if ref.Kind != "Metal3Cluster" || ref.APIGroup != infrav1.GroupVersion.Group || ref.Name == "" {
-		// Externally managed or other infrastructure: no cluster identity.
+	return ResolveMachineIn(machine, cluster, func() (*infrav1.Metal3Cluster, error) {
+		return Metal3ClusterOf(ctx, c, cluster)
+	})
+}
+
+// ResolveMachineIn resolves the identity of machine from cluster, its
+// Cluster as the reconcile read it: a reconcile reads a Cluster and its
+// Metal3Cluster once, and passes them to whatever needs them. metal3Cluster
+// returns the Cluster's Metal3Cluster (Metal3ClusterOf) and is called only
+// when the identity depends on it; a reconcile that needs it for more
+// passes one that reads it once (sync.OnceValues).
+func ResolveMachineIn(machine *infrav1.Metal3Machine, cluster *clusterv1.Cluster, metal3Cluster func() (*infrav1.Metal3Cluster, error)) (Identity, error) {
+	if !dependsOnCluster(machine) {
 		return OfMachine(machine, nil), nil
 	}
-	m3c := &infrav1.Metal3Cluster{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: machine.Namespace, Name: ref.Name}, m3c); err != nil {
-		return Identity{}, fmt.Errorf("get Metal3Cluster %s/%s of Metal3Machine %s: %w", machine.Namespace, ref.Name, machine.Name, err)
+	clusterName := machine.Labels[clusterv1.ClusterNameLabel]
+	switch {
+	case clusterName == "":
+		return Identity{}, errNoClusterLabel(machine)
+	case cluster == nil || cluster.Namespace != machine.Namespace || cluster.Name != clusterName:
+		return Identity{}, fmt.Errorf("Metal3Machine %s/%s belongs to Cluster %s, not to the Cluster it was resolved in",
+			machine.Namespace, machine.Name, clusterName)
+	}
+	m3c, err := metal3Cluster()
+	if err != nil {
+		return Identity{}, fmt.Errorf("resolve the identity of Metal3Machine %s: %w", machine.Name, err)
 	}
 	return OfMachine(machine, m3c), nil
+}
+
+// Metal3ClusterOf reads the Metal3Cluster that cluster's infrastructureRef
+// names; nil when it names another kind (externally managed or other
+// infrastructure), which has no identity for the machines.
+func Metal3ClusterOf(ctx context.Context, c client.Reader, cluster *clusterv1.Cluster) (*infrav1.Metal3Cluster, error) {
+	ref := cluster.Spec.InfrastructureRef
+	if ref.Kind != "Metal3Cluster" || ref.APIGroup != infrav1.GroupVersion.Group || ref.Name == "" {
+		return nil, nil
+	}
+	m3c := &infrav1.Metal3Cluster{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: cluster.Namespace, Name: ref.Name}, m3c); err != nil {
+		return nil, fmt.Errorf("get Metal3Cluster %s/%s of Cluster %s: %w", cluster.Namespace, ref.Name, cluster.Name, err)
+	}
+	return m3c, nil
+}
+
+// dependsOnCluster reports whether machine's identity, or its host mode,
+// is its cluster's to say: a machine with its own identityRef depends on
+// its cluster only for a host mode it neither names nor has a host in.
+func dependsOnCluster(machine *infrav1.Metal3Machine) bool {
+	return machine.Spec.IdentityRef == nil ||
+		(machine.Spec.HostMode == "" && !hasHost(machine) && machine.Labels[clusterv1.ClusterNameLabel] != "")
+}
+
+func errNoClusterLabel(machine *infrav1.Metal3Machine) error {
+	return fmt.Errorf("Metal3Machine %s/%s has no %s label yet: its identity depends on its cluster",
+		machine.Namespace, machine.Name, clusterv1.ClusterNameLabel)
 }
 
 // hasHost reports whether machine records a host or a HostClaim, which

@@ -68,6 +68,7 @@ var hostModes = []hostMode{
 			host.Annotations[hostbinding.NodeReuseClusterAnnotation] = cluster
 		},
 		choose: func(t *testing.T, hosts []bmov1alpha1.BareMetalHost, ask consumerAsk) *pool.Selection {
+			t.Helper()
 			machine := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "m", UID: "uid-m"}}
 			machine.Spec.HostSelector.MatchLabels = ask.matchLabels
 			for _, e := range ask.expressions {
@@ -89,6 +90,7 @@ var hostModes = []hostMode{
 			host.Annotations[hostclaim.KeptForAnnotation] = tenant + "/" + map[bool]string{true: "c1/md-workers", false: "c1/md-big"}[mine]
 		},
 		choose: func(t *testing.T, hosts []bmov1alpha1.BareMetalHost, ask consumerAsk) *pool.Selection {
+			t.Helper()
 			claim := &bmov1alpha1.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "m", UID: "uid-m",
 				Annotations: map[string]string{hostclaim.NodeReuseKeyAnnotation: "c1/md-workers"}}}
 			claim.Spec.FailureDomain = ask.failureDomain
