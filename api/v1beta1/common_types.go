@@ -180,9 +180,9 @@ const (
 	// Secret is the tenant's to write, so it is judged like an identity's
 	// kubeconfig; a False condition has the IdentityReady reason of the
 	// same problem (InvalidKubeconfig, ContextNotFound, ServerNotAllowed,
-	// NotAnAPIServer, Unreachable, Unauthorized, Forbidden) or
-	// WorkloadKubeconfigNotFoundReason. Absent while the provider has no
-	// need to reach the cluster.
+	// NotAnAPIServer, Unreachable, Unauthorized, Forbidden), Connecting
+	// while a connection is under way, or WorkloadKubeconfigNotFoundReason.
+	// Absent while the provider has no need to reach the cluster.
 	WorkloadClusterReachableCondition = "WorkloadClusterReachable"
 )
 
@@ -202,6 +202,11 @@ const (
 	IdentityInClusterReason = "InCluster"
 	// IdentityReadyReason: the kubeconfig works and grants what is needed.
 	IdentityReadyReason = "Ready"
+	// IdentityConnectingReason: the provider is connecting to the
+	// kubeconfig's server (its first connection, or new credentials), which
+	// has not answered within the short time a reconcile waits; the object
+	// is reconciled again once the attempt ends.
+	IdentityConnectingReason = "Connecting"
 	// IdentitySecretNotFoundReason: the Secret named by identityRef does not exist.
 	IdentitySecretNotFoundReason = "SecretNotFound"
 	// IdentityInvalidKubeconfigReason: the Secret holds no usable kubeconfig,

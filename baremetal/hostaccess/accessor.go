@@ -18,6 +18,7 @@ package hostaccess
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,6 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -79,11 +79,11 @@ type accessor struct {
 	client      client.Client
 	reader      client.Reader
 	cache       cache.Cache
-	// guarded is the client every request to the server goes through
-	// (kubeguard), over connections of this accessor alone; its Server
-	// names the server in messages.
-	guarded *kubeguard.Client
-	owner   *IdentityCache
+	// endpoint is the server as kubeguard let it through: the client every
+	// request goes through, over connections of this accessor alone, and
+	// its Server, which names it in messages.
+	endpoint *kubeguard.Endpoint
+	owner    *IdentityCache
 	// budget bounds what the informers of cache hold (budget.go);
 	// overBudget is why it tripped, once it has.
 	budget     *cacheBudget
@@ -99,13 +99,18 @@ type accessor struct {
 	// lastProbe is the Unix time of the last successful handshake or probe.
 	lastProbe atomic.Int64
 
-	// modes are the host modes the accessor is ready for (prepare), and
-	// the last refusal of each other mode, retried after its time.
+	// modes are the host modes the accessor is ready for (prepare), the
+	// last refusal of each other mode, retried after its time, and the
+	// preparations under way, each closed when it ends.
 	modesMu   sync.Mutex
 	modes     map[infrav1.HostMode]bool
 	modeFails map[infrav1.HostMode]modeFailure
+	preparing map[infrav1.HostMode]chan struct{}
 	direct    client.Client
 
+	// ctx is the accessor's lifetime, which stop ends: its informers, its
+	// probe and its preparations run in it.
+	ctx    context.Context //nolint:containedctx // the accessor's lifetime, parent of its goroutines
 	cancel context.CancelFunc
 	// running counts the accessor's goroutines; stop waits for all of them.
 	running  sync.WaitGroup
@@ -125,21 +130,84 @@ type modeFailure struct {
 	until time.Time
 }
 
-// prepare makes the accessor ready for mode, once: the identity must be
-// allowed what the mode needs, and the mode's kinds must be listed into the
-// cache, within the connect timeout. A refusal stands for MinBackoff, so a
-// busy controller does not ask the server again at every reconcile.
-func (a *accessor) prepare(ctx context.Context, mode infrav1.HostMode) error {
+// prepare makes the accessor ready for mode, once, for a caller that waits
+// until deadline at most. The preparation (prepareMode) runs on a
+// goroutine of the accessor, once for all its callers: a caller that gives
+// up before it ends gets the previous refusal of mode if there was one,
+// else reason Connecting, and the accessor's users are told when it ends.
+func (a *accessor) prepare(ctx context.Context, mode infrav1.HostMode, deadline time.Time) error {
 	mode = mode.OrDefault()
+	for {
+		a.modesMu.Lock()
+		if a.modes[mode] {
+			a.modesMu.Unlock()
+			return nil
+		}
+		failed, hasFailed := a.modeFails[mode]
+		if hasFailed && time.Now().Before(failed.until) {
+			a.modesMu.Unlock()
+			return failed.err
+		}
+		done, preparing := a.preparing[mode]
+		if !preparing {
+			if a.ctx.Err() != nil {
+				a.modesMu.Unlock()
+				// Stopped since the caller got it: the next use reconnects.
+				return identity.NewError(a.key, infrav1.IdentityConnectingReason, false, nil,
+					"the connection to %s was just closed; retried", a.endpoint.Server.Display)
+			}
+			done = make(chan struct{})
+			a.preparing[mode] = done
+			a.running.Go(func() { a.prepareInBackground(mode, done) })
+		}
+		a.modesMu.Unlock()
+		if err := kubeguard.AwaitConnect(ctx, done, deadline); err != nil {
+			if errors.Is(err, kubeguard.ErrStillConnecting) && hasFailed {
+				// The last verdict stands until the preparation under way
+				// gives another.
+				return failed.err
+			}
+			return a.stillPreparing(mode, err)
+		}
+	}
+}
+
+// stillPreparing is the error of a caller that stopped waiting for the
+// preparation of mode: why it stopped.
+func (a *accessor) stillPreparing(mode infrav1.HostMode, waitErr error) error {
+	if !errors.Is(waitErr, kubeguard.ErrStillConnecting) {
+		return waitErr
+	}
+	return identity.NewError(a.key, infrav1.IdentityConnectingReason, false, nil,
+		"%s in namespace %s of %s are being checked and listed, which takes longer than %s; retried once done",
+		modeKinds(mode), a.namespace, a.endpoint.Server.Display, a.owner.opts.ConnectWait)
+}
+
+// prepareInBackground prepares mode on a goroutine of the accessor for the
+// callers of prepare, who wait for done. The accessor's users are told when
+// it ends, for the callers that stopped waiting: it happens once per mode.
+func (a *accessor) prepareInBackground(mode infrav1.HostMode, done chan struct{}) {
+	_ = a.prepareMode(a.ctx, mode)
+	a.modesMu.Lock()
+	delete(a.preparing, mode)
+	close(done)
+	a.modesMu.Unlock()
+	if a.ctx.Err() == nil {
+		for _, key := range a.userKeys() {
+			a.owner.routes.notify(key.Secret())
+		}
+	}
+}
+
+// prepareMode makes the accessor ready for mode within ctx: the identity
+// must be allowed what the mode needs, and the mode's kinds must be listed
+// into the cache, within the connect timeout. A refusal stands for
+// MinBackoff, so a busy controller does not ask the server again at every
+// reconcile.
+func (a *accessor) prepareMode(ctx context.Context, mode infrav1.HostMode) error {
+	err := a.prepareNow(ctx, mode)
 	a.modesMu.Lock()
 	defer a.modesMu.Unlock()
-	if a.modes[mode] {
-		return nil
-	}
-	if failed, ok := a.modeFails[mode]; ok && time.Now().Before(failed.until) {
-		return failed.err
-	}
-	err := a.prepareLocked(ctx, mode)
 	if err != nil {
 		a.modeFails[mode] = modeFailure{err: err, until: time.Now().Add(a.owner.opts.MinBackoff)}
 		return err
@@ -149,10 +217,10 @@ func (a *accessor) prepare(ctx context.Context, mode infrav1.HostMode) error {
 	return nil
 }
 
-func (a *accessor) prepareLocked(ctx context.Context, mode infrav1.HostMode) error {
+func (a *accessor) prepareNow(ctx context.Context, mode infrav1.HostMode) error {
 	ctx, cancel := context.WithTimeout(ctx, a.owner.opts.ConnectTimeout)
 	defer cancel()
-	if err := checkAccess(ctx, a.key, a.guarded.Server, a.direct, a.namespace, mode); err != nil {
+	if err := checkAccess(ctx, a.key, a.endpoint.Server, a.direct, a.namespace, mode); err != nil {
 		return err
 	}
 	// These are the only kinds the cache holds (nothing else is read
@@ -161,12 +229,12 @@ func (a *accessor) prepareLocked(ctx context.Context, mode infrav1.HostMode) err
 		informer, err := a.cache.GetInformer(ctx, kind)
 		if err != nil {
 			if ctx.Err() == nil {
-				return classify(a.key, a.guarded.Server.Display, err)
+				return classify(a.key, a.endpoint.Server.Display, err)
 			}
 			continue
 		}
 		if _, err := informer.AddEventHandler(a.budget.deletions()); err != nil {
-			return classify(a.key, a.guarded.Server.Display, err)
+			return classify(a.key, a.endpoint.Server.Display, err)
 		}
 	}
 	// The cache may not have started yet, in which case GetInformer did
@@ -178,7 +246,7 @@ func (a *accessor) prepareLocked(ctx context.Context, mode infrav1.HostMode) err
 	if !synced {
 		return identity.NewError(a.key, infrav1.IdentityUnreachableReason, false, nil,
 			"%s in namespace %s of %s could not be listed within %s",
-			modeKinds(mode), a.namespace, a.guarded.Server.Display, a.owner.opts.ConnectTimeout)
+			modeKinds(mode), a.namespace, a.endpoint.Server.Display, a.owner.opts.ConnectTimeout)
 	}
 	return nil
 }
@@ -188,7 +256,7 @@ func (a *accessor) prepareLocked(ctx context.Context, mode infrav1.HostMode) err
 func (a *accessor) tripBudget(problem string) {
 	ie := identity.NewError(a.key, infrav1.IdentityLimitExceededReason, false, nil,
 		"namespace %s of %s holds more than the provider caches for one set of credentials, %s: disconnected, and retried in %s",
-		a.namespace, a.guarded.Server.Display, problem, a.owner.opts.MaxBackoff)
+		a.namespace, a.endpoint.Server.Display, problem, a.owner.opts.MaxBackoff)
 	a.overBudget.Store(ie)
 	// disconnect stops the accessor, and so the informer calling us.
 	go a.owner.disconnect(a, ie)
@@ -203,41 +271,37 @@ func modeKinds(mode infrav1.HostMode) string {
 }
 
 // connect builds and starts an accessor, or says why the identity cannot be
-// used: the server must pass the discovery handshake, grant every permission
-// the provider needs in mode, and list what mode reads (the hosts, or the
-// HostClaims), all within the connect timeout.
-// Every connection it makes is judged by the server policy when dialled.
-func connect(parent context.Context, owner *IdentityCache, key identity.Key, base *rest.Config, namespace, fingerprint string, mode infrav1.HostMode) (*accessor, error) {
+// used: the server must pass kubeguard (kubeconfig.Connect: its guarded
+// client and discovery handshake), grant every permission the provider
+// needs in mode, and list what mode reads (the hosts, or the HostClaims),
+// all within the connect timeout. It runs on a goroutine of the cache
+// (IdentityCache.attempt), never a caller's: parent is the cache's
+// lifetime. Every connection it makes is judged by the server policy when
+// dialled.
+func connect(parent context.Context, owner *IdentityCache, key identity.Key, kubeconfig *kubeguard.Kubeconfig, namespace, fingerprint string,
+	mode infrav1.HostMode,
+) (*accessor, error) {
 	opts := owner.opts
-	guarded, err := kubeguard.NewClient(base, opts.clientOptions())
+	connectCtx, cancelConnect := context.WithTimeout(parent, opts.ConnectTimeout)
+	defer cancelConnect()
+	endpoint, err := kubeconfig.Connect(connectCtx, opts.clientOptions())
 	if err != nil {
 		return nil, classify(key, "", err)
 	}
-	srv := guarded.Server
+	srv, cfg, httpClient := endpoint.Server, endpoint.Config, endpoint.HTTPClient
 	connected := false
 	defer func() {
 		if !connected {
 			// Nothing of a failed attempt uses its connections any longer.
-			guarded.Close()
+			endpoint.Close()
 		}
 	}()
-	cfg := rest.CopyConfig(base)
-	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
-	if opts.UserAgent != "" {
-		cfg.UserAgent = opts.UserAgent
-	}
 
-	connectCtx, cancelConnect := context.WithTimeout(parent, opts.ConnectTimeout)
-	defer cancelConnect()
-	if err := guarded.Discover(connectCtx); err != nil {
-		return nil, classify(key, srv.Display, err)
-	}
-
-	mapper, err := newRESTMapper(key, srv, cfg, guarded.Client)
+	mapper, err := newRESTMapper(key, srv, cfg, httpClient)
 	if err != nil {
 		return nil, classify(key, srv.Display, err)
 	}
-	direct, err := client.New(cfg, client.Options{HTTPClient: guarded.Client, Scheme: opts.Scheme, Mapper: mapper})
+	direct, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: opts.Scheme, Mapper: mapper})
 	if err != nil {
 		return nil, classify(key, srv.Display, err)
 	}
@@ -246,7 +310,7 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 	var acc *accessor
 	budget := newCacheBudget(opts.MaxCachedObjects, opts.MaxCachedBytes, func(problem string) { acc.tripBudget(problem) })
 	hostCache, err := cache.New(cfg, cache.Options{
-		HTTPClient:        guarded.Client,
+		HTTPClient:        httpClient,
 		Scheme:            opts.Scheme,
 		Mapper:            mapper,
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
@@ -259,7 +323,7 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 		return nil, classify(key, srv.Display, err)
 	}
 	cached, err := client.New(cfg, client.Options{
-		HTTPClient: guarded.Client, Scheme: opts.Scheme, Mapper: mapper,
+		HTTPClient: httpClient, Scheme: opts.Scheme, Mapper: mapper,
 		// Secrets hold user data and credentials: never cached.
 		Cache: &client.CacheOptions{Reader: hostCache, DisableFor: []client.Object{&corev1.Secret{}}},
 	})
@@ -270,15 +334,15 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 	ctx, cancel := context.WithCancel(parent)
 	acc = &accessor{
 		key: key, fingerprint: fingerprint, namespace: namespace, client: cached, reader: direct, direct: direct, cache: hostCache,
-		guarded: guarded, owner: owner, cancel: cancel, budget: budget,
+		endpoint: endpoint, owner: owner, ctx: ctx, cancel: cancel, budget: budget,
 		users: map[identity.Key]bool{}, watches: map[string]*dispatch{},
-		modes: map[infrav1.HostMode]bool{}, modeFails: map[infrav1.HostMode]modeFailure{},
+		modes: map[infrav1.HostMode]bool{}, modeFails: map[infrav1.HostMode]modeFailure{}, preparing: map[infrav1.HostMode]chan struct{}{},
 	}
 	acc.lastProbe.Store(time.Now().Unix())
 	acc.running.Go(func() { _ = hostCache.Start(ctx) })
 	// The first user's mode is made ready now: an identity that cannot
 	// serve it does not count as connected.
-	if err := acc.prepare(connectCtx, mode); err != nil {
+	if err := acc.prepareMode(connectCtx, mode); err != nil {
 		acc.stop()
 		return nil, err
 	}
@@ -287,13 +351,17 @@ func connect(parent context.Context, owner *IdentityCache, key identity.Key, bas
 	return acc, nil
 }
 
-// stop ends the accessor's informers, with the watches on them, and its
-// probe, waits until they are gone, and closes its connections.
+// stop ends the accessor's informers, with the watches on them, its probe
+// and its preparations, waits until they are gone, and closes its
+// connections. ctx ends under modesMu, where prepare starts preparations
+// only in a live ctx: none starts once running is waited for.
 func (a *accessor) stop() {
 	a.stopOnce.Do(func() {
+		a.modesMu.Lock()
 		a.cancel()
+		a.modesMu.Unlock()
 		a.running.Wait()
-		a.guarded.Close()
+		a.endpoint.Close()
 	})
 }
 
@@ -323,7 +391,7 @@ func (a *accessor) probeLoop(ctx context.Context) {
 		}
 		a.probed(false)
 		failures++
-		ie := classify(a.key, a.guarded.Server.Display, err)
+		ie := classify(a.key, a.endpoint.Server.Display, err)
 		if failures >= opts.FailureThreshold || ie.Reason == infrav1.IdentityUnauthorizedReason {
 			// disconnect stops this accessor and waits for this goroutine,
 			// so it runs on its own.
@@ -356,7 +424,7 @@ func (a *accessor) probed(ok bool) {
 func (a *accessor) probeOnce(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return a.guarded.Discover(ctx)
+	return a.endpoint.Probe(ctx)
 }
 
 // checkAccess asks the API server, one SelfSubjectAccessReview per verb,

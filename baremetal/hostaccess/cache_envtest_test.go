@@ -527,7 +527,7 @@ func withServer(t *testing.T, raw []byte, server string) []byte {
 func rewriteKubeconfig(t *testing.T, raw []byte, edit func(string) string) []byte {
 	t.Helper()
 	out := []byte(edit(string(raw)))
-	if _, err := kubeguard.Parse(out, ""); err != nil {
+	if _, err := kubeguard.Load(kubeguard.Source{Data: out}, &kubeguard.ServerPolicy{AllowLoopback: true}); err != nil {
 		t.Fatalf("rewritten kubeconfig does not parse: %v\n%s", err, out)
 	}
 	return out

@@ -46,6 +46,8 @@ type keyState struct {
 	// accessor is nil while disconnected; it may serve other identities
 	// with the same credentials too.
 	accessor *accessor
+	// waiting is the connection attempt the identity waits for, if any.
+	waiting *waitingFor
 	// lastErr is why the identity is not usable, while accessor is nil.
 	lastErr *identity.Error
 	// retryAt is when the next connection attempt may be made.
@@ -56,10 +58,13 @@ type keyState struct {
 // IdentityCache is the Cache the manager runs: one accessor (client, host
 // cache, health probe and the controllers' watches) per set of credentials,
 // shared by every identity whose kubeconfig holds them, modelled on CAPI's
-// ClusterCache. Identities connect lazily on first use, are probed,
-// disconnect after repeated failures and reconnect with backoff; an
-// identity whose kubeconfig's credentials change moves to another accessor.
-// It is a manager Runnable: stopping the manager stops every accessor.
+// ClusterCache. Identities connect on first use, are probed, disconnect
+// after repeated failures and reconnect with backoff; an identity whose
+// kubeconfig's credentials change moves to another accessor. As in
+// ClusterCache, connecting runs on goroutines of the cache, not in the
+// callers' reconciles: a caller waits for it ConnectWait at most, so a
+// tenant's slow server holds no worker for long. It is a manager
+// Runnable: stopping the manager stops every attempt and accessor.
 //
 // This file holds the connection state of each identity; shared.go the
 // accessors and which identities they serve; routing.go what reaches the
@@ -70,13 +75,18 @@ type IdentityCache struct {
 	mu sync.Mutex
 	// ctx is the lifetime of the cache (Start's context): accessors outlive
 	// the reconcile that connected them and end with the manager.
-	ctx    context.Context //nolint:containedctx // the runnable's lifetime, parent of every accessor
-	states map[identity.Key]*keyState
+	ctx context.Context //nolint:containedctx // the runnable's lifetime, parent of every accessor
+	// stopped is set once ctx ended: no connection attempt starts after.
+	stopped bool
+	states  map[identity.Key]*keyState
 	// connections are the accessors by credential fingerprint, with the
 	// attempts under way and recent failures (shared.go).
 	connections map[string]*connection
-	// connecting serialises connection attempts per key without holding mu.
+	// connecting serialises, per key, reading its Secret and deciding what
+	// to connect, without holding mu.
 	connecting map[identity.Key]*sync.Mutex
+	// attempts counts the connection attempts under way (shared.go).
+	attempts sync.WaitGroup
 
 	routes routes
 
@@ -107,7 +117,7 @@ func NewIdentityCache(opts Options) (*IdentityCache, error) {
 }
 
 // Start watches identity Secrets and runs until ctx ends, then stops every
-// accessor.
+// connection attempt and accessor.
 func (c *IdentityCache) Start(ctx context.Context) error {
 	stopWatchingSecrets, err := c.watchSecrets(ctx)
 	if err != nil {
@@ -119,6 +129,11 @@ func (c *IdentityCache) Start(ctx context.Context) error {
 
 	<-ctx.Done()
 	stopWatchingSecrets()
+	// Attempts start under mu until stopped: the last ones end with ctx.
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+	c.attempts.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for key, state := range c.states {
@@ -143,7 +158,10 @@ func (c *IdentityCache) HostAccess(ctx context.Context, id identity.Identity) (H
 	if id.Key.ClusterIdentity != "" {
 		return c.clusterIdentityAccess(ctx, id)
 	}
-	access, err := c.remoteAccess(ctx, id)
+	// Connecting, and preparing a connection for a host mode, run on
+	// goroutines of the cache; the caller waits for them until deadline.
+	deadline := time.Now().Add(c.opts.ConnectWait)
+	access, err := c.remoteAccess(ctx, id, deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +170,7 @@ func (c *IdentityCache) HostAccess(ctx context.Context, id identity.Identity) (H
 	// have been connected for another identity with the same credentials:
 	// its refusal is reported as this one's.
 	if acc := access.(*hostAccess).accessor; acc != nil {
-		if err := acc.prepare(ctx, id.Mode); err != nil {
+		if err := acc.prepare(ctx, id.Mode, deadline); err != nil {
 			if ie, ok := identity.AsError(err); ok {
 				return nil, ie.For(id.Key)
 			}
@@ -209,9 +227,10 @@ func (c *IdentityCache) ConnectedKeys() []identity.Key {
 }
 
 // remoteAccess returns the accessor of a Secret identity, connecting it when
-// needed. The fast path, a connected identity whose Secret did not change,
-// reads only the informer-cached Secret metadata: no API request.
-func (c *IdentityCache) remoteAccess(ctx context.Context, id identity.Identity) (HostAccess, error) {
+// needed, for a caller that waits for a connection under way until
+// deadline. The fast path, a connected identity whose Secret did not
+// change, reads only the informer-cached Secret metadata: no API request.
+func (c *IdentityCache) remoteAccess(ctx context.Context, id identity.Identity, deadline time.Time) (HostAccess, error) {
 	key := id.Key
 	meta := secretMetadata()
 	if err := c.opts.ManagementCache.Get(ctx, key.Secret(), meta); err != nil {
@@ -222,62 +241,109 @@ func (c *IdentityCache) remoteAccess(ctx context.Context, id identity.Identity) 
 		}
 		return nil, fmt.Errorf("read metadata of identity Secret %s: %w", key.Secret(), err)
 	}
-
-	if access, done, err := c.cachedAccess(key, meta.ResourceVersion); done {
-		return access, err
+	for {
+		access, attempt, err := c.lookup(ctx, id, meta.ResourceVersion)
+		if attempt == nil {
+			return access, err
+		}
+		// The attempt attaches key, or records its failure, when it ends.
+		if err := kubeguard.AwaitConnect(ctx, attempt.attempted, deadline); err != nil {
+			return nil, c.stillConnecting(key, err)
+		}
 	}
+}
 
-	// One connection attempt per key at a time; others wait for its outcome.
+// lookup answers key from its state, or reads its Secret and shares the
+// accessor of the credentials it holds: the access, or why there is none,
+// or the connection attempt key waits for.
+func (c *IdentityCache) lookup(ctx context.Context, id identity.Identity, secretVersion string) (HostAccess, *connection, error) {
+	key := id.Key
+	if access, attempt, done, err := c.cachedAccess(key, secretVersion); done {
+		return access, attempt, err
+	}
+	// One reader of key's Secret at a time; the others then find what it
+	// decided in key's state.
 	lock := c.connectLock(key)
 	lock.Lock()
 	defer lock.Unlock()
-	if access, done, err := c.cachedAccess(key, meta.ResourceVersion); done {
-		return access, err
+	if access, attempt, done, err := c.cachedAccess(key, secretVersion); done {
+		return access, attempt, err
 	}
 
 	secret := &corev1.Secret{}
 	if err := c.opts.SecretReader.Get(ctx, key.Secret(), secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.forget(key)
-			return nil, identity.NewError(key, infrav1.IdentitySecretNotFoundReason, true, err, "Secret %s not found", key.Secret())
+			return nil, nil, identity.NewError(key, infrav1.IdentitySecretNotFoundReason, true, err, "Secret %s not found", key.Secret())
 		}
-		return nil, fmt.Errorf("read identity Secret %s: %w", key.Secret(), err)
+		return nil, nil, fmt.Errorf("read identity Secret %s: %w", key.Secret(), err)
 	}
-	parsed, err := c.parseIdentitySecret(key, secret)
+	kubeconfig, err := kubeguard.Load(kubeguard.Source{Secret: secret, Keys: kubeconfigSecretKeys, Context: key.Context}, &c.opts.Policy)
 	if err != nil {
 		ie, _ := c.recordFailure(key, secret.ResourceVersion, "", "", err, false)
-		return nil, ie
+		return nil, nil, ie
 	}
 	// Without a namespace in the context, the hosts are in the Secret's
 	// namespace: for a Secret identityRef that is the object's own, and
 	// for a Metal3ClusterIdentity, whose users are in many namespaces, it
 	// keeps one connection per Secret and context.
-	namespace := parsed.Namespace
+	namespace := kubeconfig.Namespace
 	if namespace == "" {
 		namespace = key.SecretNamespace
 	}
-	return c.shareAccess(ctx, key, id.Mode, secret.ResourceVersion, parsed, namespace)
+	return c.shareAccess(key, id.Mode, secret.ResourceVersion, kubeconfig, namespace)
 }
 
 // cachedAccess answers from the key's state when the Secret is unchanged:
-// the connected accessor, or the last error while backing off. done is false
-// when a (re)connection must be attempted.
-func (c *IdentityCache) cachedAccess(key identity.Key, secretVersion string) (HostAccess, bool, error) {
+// the connected accessor, the attempt key waits for, or the last error
+// while backing off. done is false when the Secret must be read.
+func (c *IdentityCache) cachedAccess(key identity.Key, secretVersion string) (access HostAccess, attempt *connection, done bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	state, ok := c.states[key]
-	if !ok || state.secretVersion != secretVersion {
-		return nil, false, nil
+	if !ok {
+		return nil, nil, false, nil
+	}
+	if w := state.waiting; w != nil && w.secretVersion == secretVersion && w.conn.connecting() {
+		return nil, w.conn, true, nil
+	}
+	if state.secretVersion != secretVersion {
+		return nil, nil, false, nil
 	}
 	if state.accessor != nil {
-		return state.accessor.hostAccess(key), true, nil
+		return state.accessor.hostAccess(key), nil, true, nil
 	}
 	if state.lastErr != nil && (state.lastErr.Terminal && state.hash == "" || time.Now().Before(state.retryAt)) {
 		// A kubeconfig that cannot be parsed stays broken until the Secret
 		// changes; anything else is retried after the backoff.
-		return nil, true, state.lastErr
+		return nil, nil, true, state.lastErr
 	}
-	return nil, false, nil
+	return nil, nil, false, nil
+}
+
+// stillConnecting is the error of a caller that stopped waiting for key's
+// connection attempt (waitErr says why). Past its deadline, the caller gets
+// the last failure of the same credentials, which stands until the attempt
+// gives another verdict, so conditions do not flap while it is retried;
+// else reason Connecting: its users are told when the attempt ends.
+func (c *IdentityCache) stillConnecting(key identity.Key, waitErr error) error {
+	if !errors.Is(waitErr, kubeguard.ErrStillConnecting) {
+		return waitErr
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	state, ok := c.states[key]
+	if !ok || state.waiting == nil {
+		// Released, or the attempt just ended: the caller is retried.
+		return identity.NewError(key, infrav1.IdentityConnectingReason, false, nil, "connecting; retried")
+	}
+	w := state.waiting
+	if state.lastErr != nil && state.fingerprint == w.fingerprint {
+		return state.lastErr
+	}
+	return identity.NewError(key, infrav1.IdentityConnectingReason, false, nil,
+		"connecting to the hosts in namespace %s of %s, which takes longer than %s; retried once done (within %s)",
+		w.namespace, w.server, c.opts.ConnectWait, c.opts.ConnectTimeout)
 }
 
 // recordFailure records why key cannot be used with the Secret at
@@ -285,24 +351,36 @@ func (c *IdentityCache) cachedAccess(key identity.Key, secretVersion string) (Ho
 // fingerprint (both empty if it could not be parsed), and returns the
 // error as key's and when key may be retried.
 func (c *IdentityCache) recordFailure(key identity.Key, secretVersion, hash, fingerprint string, err error, retry bool) (*identity.Error, time.Time) {
-	ie := classify(key, "", err)
 	c.mu.Lock()
+	ie, retryAt, changed := c.recordFailureLocked(key, secretVersion, hash, fingerprint, err, retry)
+	c.mu.Unlock()
+	if changed {
+		c.failureEvent(key, ie)
+	}
+	return ie, retryAt
+}
+
+// recordFailureLocked is recordFailure under mu; changed says whether the
+// failure's reason is new, for failureEvent.
+func (c *IdentityCache) recordFailureLocked(key identity.Key, secretVersion, hash, fingerprint string, err error, retry bool) (*identity.Error, time.Time, bool) {
+	ie := classify(key, "", err)
 	state := c.stateLocked(key)
 	changed := state.lastErr == nil || state.lastErr.Reason != ie.Reason
 	c.detachLocked(key, state, ie)
 	state.secretVersion, state.hash, state.fingerprint, state.lastErr = secretVersion, hash, fingerprint, ie
+	// What key waited for is no longer what its Secret says.
+	state.waiting = nil
 	if retry {
 		state.failures++
 		state.retryAt = time.Now().Add(c.backoff(state.failures))
 	}
-	retryAt := state.retryAt
-	c.mu.Unlock()
-	if changed {
-		// Operators and tenants want to see an identity refused or failing,
-		// once per change rather than at every retry.
-		c.event(key, corev1.EventTypeWarning, "Identity"+ie.Reason, "Connect", ie.Message)
-	}
-	return ie, retryAt
+	return ie, state.retryAt, changed
+}
+
+// failureEvent tells operators and tenants that key is refused or failing:
+// once per change of reason rather than at every retry.
+func (c *IdentityCache) failureEvent(key identity.Key, ie *identity.Error) {
+	c.event(key, corev1.EventTypeWarning, "Identity"+ie.Reason, "Connect", ie.Message)
 }
 
 func (c *IdentityCache) backoff(failures int) time.Duration {

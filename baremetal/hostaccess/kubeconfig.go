@@ -17,32 +17,14 @@ limitations under the License.
 package hostaccess
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
 )
 
-// kubeconfigSecretKeys are read in this order: "kubeconfig" is the usual key,
-// "value" is the one CAPI writes workload cluster kubeconfigs under.
+// kubeconfigSecretKeys are read in this order from an identity Secret
+// (kubeguard.Source): "kubeconfig" is the usual key, "value" is the one
+// CAPI writes workload cluster kubeconfigs under.
 var kubeconfigSecretKeys = []string{"kubeconfig", "value"}
-
-// parseIdentitySecret validates the kubeconfig of key's Secret, as
-// untrusted input (kubeguard.Parse), and judges its server by the policy.
-func (c *IdentityCache) parseIdentitySecret(key identity.Key, secret *corev1.Secret) (*kubeguard.Kubeconfig, error) {
-	data, err := kubeguard.SecretData(secret, kubeconfigSecretKeys...)
-	if err != nil {
-		return nil, classify(key, "", err)
-	}
-	parsed, err := kubeguard.Parse(data, key.Context)
-	if err == nil {
-		err = c.opts.Policy.Check(parsed)
-	}
-	if err != nil {
-		return nil, classify(key, "", err)
-	}
-	return parsed, nil
-}
 
 // classify is err as key's IdentityReady reason and message: an identity
 // error as it is, anything else as kubeguard tells it (the reasons are the

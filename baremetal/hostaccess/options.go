@@ -61,9 +61,15 @@ type Options struct {
 	// FailureThreshold consecutive failed probes disconnect an identity.
 	FailureThreshold int
 	// ConnectTimeout bounds connecting (discovery handshake, access review
-	// and the first list of hosts), every single request but watches, and
-	// so how long a slow server can hold a reconcile.
+	// and the first list of hosts), which runs on a goroutine of the cache,
+	// and every single request but watches.
 	ConnectTimeout time.Duration
+	// ConnectWait is how long a caller waits for a connection under way
+	// before it is told the identity is still connecting (reason
+	// Connecting, retried): long enough for a healthy server to connect
+	// within the call, short enough that a slow server holds no reconcile
+	// worker for its whole ConnectTimeout.
+	ConnectWait time.Duration
 	// MinBackoff and MaxBackoff bound the wait between connection attempts
 	// of an identity that failed; it doubles with each failure.
 	MinBackoff, MaxBackoff time.Duration
@@ -110,6 +116,7 @@ func (o *Options) setDefaults() {
 	setDefault(&o.ProbeInterval, 10*time.Second)
 	setDefault(&o.ProbeTimeout, 5*time.Second)
 	setDefault(&o.ConnectTimeout, 15*time.Second)
+	setDefault(&o.ConnectWait, 2*time.Second)
 	setDefault(&o.MinBackoff, 5*time.Second)
 	setDefault(&o.MaxBackoff, 2*time.Minute)
 	if o.FailureThreshold == 0 {
@@ -166,7 +173,7 @@ const (
 // clientOptions are what kubeguard bounds every identity's client by.
 func (o *Options) clientOptions() kubeguard.ClientOptions {
 	return kubeguard.ClientOptions{
-		Policy: &o.Policy, RequestTimeout: o.ConnectTimeout, MaxResponseBytes: o.MaxResponseBytes,
-		MaxRequestsInFlight: o.MaxRequestsInFlight, WrapTransport: o.WrapTransport,
+		RequestTimeout: o.ConnectTimeout, MaxResponseBytes: o.MaxResponseBytes, MaxRequestsInFlight: o.MaxRequestsInFlight,
+		QPS: o.QPS, Burst: o.Burst, UserAgent: o.UserAgent, WrapTransport: o.WrapTransport,
 	}
 }

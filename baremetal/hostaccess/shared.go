@@ -50,7 +50,7 @@ import (
 
 // credentials is everything of a validated kubeconfig that decides where an
 // identity's requests go, whom they are made as, and which hosts they read.
-// Whatever parseKubeconfig copies into the rest.Config must be here, or two
+// Whatever kubeguard.Load copies into the rest.Config must be here, or two
 // different users could share a client (TestCredentialFingerprint checks it).
 type credentials struct {
 	Server             string              `json:"server"`
@@ -72,15 +72,16 @@ type credentials struct {
 	Namespace string `json:"namespace"`
 }
 
-// credentialFingerprint is the SHA-256 of parsed's credentials and the
-// hosts' namespace: the key of the shared accessors. It is derived from
-// secrets (a token, a private key, a password), so it stays in memory:
-// never logged, never in an Event, a condition or a metric.
-func credentialFingerprint(parsed *kubeguard.Kubeconfig, namespace string) string {
-	cfg := parsed.RESTConfig
+// credentialFingerprint is the SHA-256 of kubeconfig's credentials and the
+// hosts' namespace: the key of the shared accessors, known before anything
+// connects. It is derived from secrets (a token, a private key, a
+// password), so it stays in memory: never logged, never in an Event, a
+// condition or a metric.
+func credentialFingerprint(kubeconfig *kubeguard.Kubeconfig, namespace string) string {
+	cfg := kubeconfig.RESTConfig
 	//nolint:gosec // encoded only to be hashed here, never stored or shown
 	data, err := json.Marshal(credentials{
-		Server: cfg.Host, ProxyURL: parsed.ProxyURL, TLSServerName: cfg.ServerName, Insecure: cfg.Insecure,
+		Server: cfg.Host, ProxyURL: kubeconfig.ProxyURL, TLSServerName: cfg.ServerName, Insecure: cfg.Insecure,
 		DisableCompression: cfg.DisableCompression, CAData: cfg.CAData, CertData: cfg.CertData, KeyData: cfg.KeyData,
 		BearerToken: cfg.BearerToken, Username: cfg.Username, Password: cfg.Password,
 		ImpersonateUser: cfg.Impersonate.UserName, ImpersonateUID: cfg.Impersonate.UID,
@@ -101,8 +102,8 @@ func credentialFingerprint(parsed *kubeguard.Kubeconfig, namespace string) strin
 type connection struct {
 	accessor *accessor
 	// attempted is closed once the attempt under way has ended: identities
-	// with the same credentials wait for its outcome rather than each
-	// dialling the server.
+	// with the same credentials wait for its outcome (waitingFor) rather
+	// than each dialling the server.
 	attempted chan struct{}
 	// err is why the last attempt failed, or why the accessor was
 	// disconnected. Until retryAt, identities with these credentials get it
@@ -127,114 +128,174 @@ func (c *connection) failedFor(mode infrav1.HostMode, now time.Time) bool {
 	return c.accessor == nil && c.err != nil && now.Before(c.retryAt) && (c.failedMode == "" || c.failedMode == mode)
 }
 
-// shareAccess gives key the accessor of the credentials its Secret
-// (secretVersion) now holds: the one already serving them, else a new one
-// connected for mode. A key whose credentials changed leaves its previous
-// accessor first: the old credentials stop, for it, before the new start.
-func (c *IdentityCache) shareAccess(ctx context.Context, key identity.Key, mode infrav1.HostMode, secretVersion string, parsed *kubeguard.Kubeconfig, namespace string) (HostAccess, error) {
-	fingerprint := credentialFingerprint(parsed, namespace)
+// waitingFor is an identity waiting for the attempt connecting the
+// credentials its Secret holds: when the attempt ends, it attaches the
+// identity to the accessor, or records its failure, unless the identity
+// moved on meanwhile (its Secret changed, it was released).
+type waitingFor struct {
+	conn *connection
+	// mode is the host mode the identity is used in.
+	mode infrav1.HostMode
+	// secretVersion and hash are those of the Secret read; fingerprint
+	// names its credentials.
+	secretVersion, hash, fingerprint string
+	// namespace and server are where the hosts are, for messages.
+	namespace, server string
+	// rotated: the identity left the accessor of other credentials.
+	rotated bool
+}
+
+// shareAccess gives key the accessor of the credentials kubeconfig (from
+// key's Secret at secretVersion) holds: the one already serving them; else
+// the failure they just had; else the attempt connecting them, which key
+// waits for, started now if none is under way. A key whose credentials
+// changed leaves its previous accessor first: the old credentials stop,
+// for it, before the new start.
+func (c *IdentityCache) shareAccess(key identity.Key, mode infrav1.HostMode, secretVersion string, kubeconfig *kubeguard.Kubeconfig, namespace string,
+) (HostAccess, *connection, error) {
+	fingerprint := credentialFingerprint(kubeconfig, namespace)
 	mode = mode.OrDefault()
-	for {
-		c.mu.Lock()
-		if c.ctx == nil {
-			c.mu.Unlock()
-			return nil, errors.New("identity cache is not started")
-		}
-		state := c.stateLocked(key)
-		if state.accessor != nil && state.fingerprint == fingerprint {
-			// The Secret changed, its credentials did not (metadata, another
-			// context, a comment): nothing to reconnect.
-			state.secretVersion, state.hash = secretVersion, parsed.Hash
-			access := state.accessor.hostAccess(key)
-			c.mu.Unlock()
-			return access, nil
-		}
-		if state.accessor == nil && state.lastErr != nil && state.fingerprint == fingerprint && time.Now().Before(state.retryAt) {
-			// Only the Secret's metadata changed (a finalizer, a label): the
-			// server that failed gets no new request before the backoff ends.
-			state.secretVersion = secretVersion
-			err := state.lastErr
-			c.mu.Unlock()
-			return nil, err
-		}
-		conn := c.connections[fingerprint]
-		switch {
-		case conn != nil && conn.accessor != nil:
-			acc := conn.accessor
-			rotated := c.leaveLocked(key, state)
-			c.attachLocked(key, state, acc, secretVersion, parsed.Hash)
-			c.mu.Unlock()
-			c.connected(key, acc, rotated)
-			return acc.hostAccess(key), nil
-		case conn != nil && conn.connecting():
-			c.mu.Unlock()
-			// Another reconcile is connecting these credentials, for at
-			// most the connect timeout: wait a little for it, not for all
-			// of it, so a slow server does not hold every worker of its
-			// users; the connection's outcome notifies them (connected).
-			wait := time.NewTimer(connectingWait)
-			select {
-			case <-conn.attempted:
-				wait.Stop()
-				continue
-			case <-wait.C:
-				return nil, fmt.Errorf("%s is being connected by another reconcile; retried", key)
-			case <-ctx.Done():
-				wait.Stop()
-				return nil, fmt.Errorf("wait for the connection of %s: %w", key, ctx.Err())
-			}
-		case conn != nil && conn.failedFor(mode, time.Now()):
-			err := conn.err.For(key)
-			c.leaveLocked(key, state)
-			c.mu.Unlock()
-			ie, _ := c.recordFailure(key, secretVersion, parsed.Hash, fingerprint, err, true)
-			return nil, ie
-		}
+	c.mu.Lock()
+	if c.ctx == nil || c.stopped {
+		c.mu.Unlock()
+		return nil, nil, errors.New("identity cache is not running")
+	}
+	state := c.stateLocked(key)
+	if state.accessor != nil && state.fingerprint == fingerprint {
+		// The Secret changed, its credentials did not (metadata, another
+		// context, a comment): nothing to reconnect.
+		state.secretVersion, state.hash, state.waiting = secretVersion, kubeconfig.Hash, nil
+		access := state.accessor.hostAccess(key)
+		c.mu.Unlock()
+		return access, nil, nil
+	}
+	if state.accessor == nil && state.lastErr != nil && state.fingerprint == fingerprint && time.Now().Before(state.retryAt) {
+		// Only the Secret's metadata changed (a finalizer, a label): the
+		// server that failed gets no new request before the backoff ends.
+		state.secretVersion, state.waiting = secretVersion, nil
+		err := state.lastErr
+		c.mu.Unlock()
+		return nil, nil, err
+	}
+	conn := c.connections[fingerprint]
+	switch {
+	case conn != nil && conn.accessor != nil:
+		acc := conn.accessor
+		rotated := c.leaveLocked(key, state)
+		c.attachLocked(key, state, acc, secretVersion, kubeconfig.Hash)
+		c.mu.Unlock()
+		c.connected(key, acc, rotated)
+		return acc.hostAccess(key), nil, nil
+	case conn != nil && conn.connecting():
+		// Another identity is connecting these credentials: key waits for
+		// that attempt rather than dialling the server again.
+	case conn != nil && conn.failedFor(mode, time.Now()):
+		err := conn.err.For(key)
+		c.leaveLocked(key, state)
+		c.mu.Unlock()
+		ie, _ := c.recordFailure(key, secretVersion, kubeconfig.Hash, fingerprint, err, true)
+		return nil, nil, ie
+	default:
 		// Nothing serves these credentials, and they did not just fail:
 		// key connects them, for every identity that has them.
 		c.pruneConnectionsLocked()
 		conn = &connection{attempted: make(chan struct{})}
 		c.connections[fingerprint] = conn
-		rotated := c.leaveLocked(key, state)
-		parent := c.ctx
-		c.mu.Unlock()
-		return c.connectShared(parent, key, mode, secretVersion, parsed, namespace, fingerprint, conn, rotated)
+		c.attempts.Add(1)
+		go c.attempt(c.ctx, key, mode, kubeconfig, namespace, fingerprint, conn)
 	}
+	rotated := c.leaveLocked(key, state) || state.waiting != nil && state.waiting.rotated
+	state.waiting = &waitingFor{
+		conn: conn, mode: mode, secretVersion: secretVersion, hash: kubeconfig.Hash, fingerprint: fingerprint,
+		namespace: namespace, server: kubeconfig.Server.Display, rotated: rotated,
+	}
+	c.mu.Unlock()
+	return nil, conn, nil
 }
 
-// connectingWait is how long a user of credentials being connected waits
-// for the attempt before its reconcile is retried.
-const connectingWait = 2 * time.Second
+// attempt connects the credentials conn stands for, on behalf of key, on a
+// goroutine of the cache: within ConnectTimeout of the cache's lifetime
+// (parent), so that no caller's reconcile waits for a slow server longer
+// than its ConnectWait, and no caller giving up cancels the attempt for
+// the others. When it ends, every identity waiting for it (waitingFor) is
+// attached to the accessor or gets its failure, and its users are told.
+func (c *IdentityCache) attempt(parent context.Context, key identity.Key, mode infrav1.HostMode, kubeconfig *kubeguard.Kubeconfig,
+	namespace, fingerprint string, conn *connection,
+) {
+	defer c.attempts.Done()
+	acc, err := connect(parent, c, key, kubeconfig, namespace, fingerprint, mode)
 
-// connectShared makes the attempt conn stands for, on behalf of key, and
-// attaches key to the accessor it yields.
-func (c *IdentityCache) connectShared(parent context.Context, key identity.Key, mode infrav1.HostMode, secretVersion string,
-	parsed *kubeguard.Kubeconfig, namespace, fingerprint string, conn *connection, rotated bool,
-) (HostAccess, error) {
-	acc, err := connect(parent, c, key, parsed.RESTConfig, namespace, fingerprint, mode)
+	type waiter struct {
+		key   identity.Key
+		state *keyState
+		w     *waitingFor
+	}
+	c.mu.Lock()
+	var waiters []waiter
+	for k, state := range c.states {
+		if w := state.waiting; w != nil && w.conn == conn {
+			state.waiting = nil
+			waiters = append(waiters, waiter{key: k, state: state, w: w})
+		}
+	}
 	if err != nil {
-		ie, retryAt := c.recordFailure(key, secretVersion, parsed.Hash, fingerprint, err, true)
-		c.mu.Lock()
+		ie := classify(key, "", err)
+		var failed []*identity.Error
+		var retryAt time.Time
+		for _, wt := range waiters {
+			if wt.w.mode != mode {
+				// The attempt was made for another host mode: this one
+				// tries for itself (failedFor).
+				continue
+			}
+			wie, at, changed := c.recordFailureLocked(wt.key, wt.w.secretVersion, wt.w.hash, fingerprint, ie.For(wt.key), true)
+			if changed {
+				failed = append(failed, wie)
+			}
+			if retryAt.IsZero() || at.Before(retryAt) {
+				retryAt = at
+			}
+		}
+		if retryAt.IsZero() {
+			retryAt = time.Now().Add(c.backoff(1))
+		}
 		conn.err, conn.failedMode, conn.retryAt = ie, mode, retryAt
 		close(conn.attempted)
 		c.mu.Unlock()
-		return nil, ie
+		for _, wie := range failed {
+			c.failureEvent(wie.Key, wie)
+		}
+		for _, wt := range waiters {
+			c.routes.notify(wt.key.Secret())
+		}
+		return
 	}
-	c.mu.Lock()
+	if len(waiters) == 0 {
+		// Every identity that wanted these credentials moved on while they
+		// connected: nobody would use the accessor.
+		delete(c.connections, fingerprint)
+		close(conn.attempted)
+		acc.stop()
+		c.mu.Unlock()
+		return
+	}
 	conn.accessor = acc
-	close(conn.attempted)
 	recordAccessorCreated(key)
-	c.attachLocked(key, c.stateLocked(key), acc, secretVersion, parsed.Hash)
+	for _, wt := range waiters {
+		c.attachLocked(wt.key, wt.state, acc, wt.w.secretVersion, wt.w.hash)
+	}
+	close(conn.attempted)
 	c.mu.Unlock()
-	c.connected(key, acc, rotated)
-	return acc.hostAccess(key), nil
+	for _, wt := range waiters {
+		c.connected(wt.key, acc, wt.w.rotated)
+	}
 }
 
 // attachLocked records that key is served by acc, from the Secret at
-// secretVersion, and clears its failures.
+// secretVersion, and clears its failures and what it waited for.
 func (c *IdentityCache) attachLocked(key identity.Key, state *keyState, acc *accessor, secretVersion, hash string) {
 	acc.attach(key)
-	state.accessor, state.lastErr = acc, nil
+	state.accessor, state.lastErr, state.waiting = acc, nil, nil
 	state.secretVersion, state.hash, state.fingerprint, state.namespace = secretVersion, hash, acc.fingerprint, acc.namespace
 	state.failures, state.retryAt = 0, time.Time{}
 }
@@ -258,7 +319,7 @@ func (c *IdentityCache) connected(key identity.Key, acc *accessor, rotated bool)
 	ctrl.Log.WithName("hostaccess").V(1).Info("Identity attached to an accessor", "identity", key.String(),
 		"identitiesOnAccessor", len(acc.userKeys()))
 	c.event(key, corev1.EventTypeNormal, "IdentityConnected", "Connect",
-		fmt.Sprintf("Connected to the hosts in namespace %s of %s (rotated: %v)", acc.namespace, acc.guarded.Server.Display, rotated))
+		fmt.Sprintf("Connected to the hosts in namespace %s of %s (rotated: %v)", acc.namespace, acc.endpoint.Server.Display, rotated))
 	c.routes.notify(key.Secret())
 }
 

@@ -63,13 +63,16 @@ func testClientCertificate(t *testing.T, name string) (certPEM, keyPEM []byte) {
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
 
-// fingerprintOf parses cfg for the context of key as remoteAccess does and
+// lenientPolicy lets every kubeconfig field reach the fingerprint.
+var lenientPolicy = kubeguard.ServerPolicy{AllowInsecureSkipTLSVerify: true, AllowProxyURL: true}
+
+// fingerprintOf loads cfg for the context of key as remoteAccess does and
 // returns its credential fingerprint.
 func fingerprintOf(t *testing.T, key identity.Key, cfg *clientcmdapi.Config) string {
 	t.Helper()
-	parsed, err := kubeguard.Parse(kubeguardtest.Write(t, cfg), key.Context)
+	parsed, err := kubeguard.Load(kubeguard.Source{Data: kubeguardtest.Write(t, cfg), Context: key.Context}, &lenientPolicy)
 	if err != nil {
-		t.Fatalf("parse: %v", err)
+		t.Fatalf("load: %v", err)
 	}
 	namespace := parsed.Namespace
 	if namespace == "" {
@@ -148,17 +151,17 @@ func TestCredentialFingerprint(t *testing.T) {
 		})
 	}
 
-	// Every field kubeguard.Parse sets is one the fingerprint covers: a
+	// Every field kubeguard.Load sets is one the fingerprint covers: a
 	// field added there without being added to credentials would let two
 	// users share a client.
-	t.Run("covers every field kubeguard.Parse sets", func(t *testing.T) {
+	t.Run("covers every field kubeguard.Load sets", func(t *testing.T) {
 		cfg := base()
 		cluster, user := cfg.Clusters["pool"], cfg.AuthInfos["tenant"]
 		cluster.TLSServerName, cluster.ProxyURL, cluster.DisableCompression = "api.pool", "http://proxy.example.com:3128", true
 		user.Token, user.Username, user.Password = "t", "u", "p"
 		user.Impersonate, user.ImpersonateUID, user.ImpersonateGroups = "i", "1", []string{"g"}
 		user.ImpersonateUserExtra = map[string][]string{"k": {"v"}}
-		parsed, err := kubeguard.Parse(kubeguardtest.Write(t, cfg), testKey.Context)
+		parsed, err := kubeguard.Load(kubeguard.Source{Data: kubeguardtest.Write(t, cfg), Context: testKey.Context}, &lenientPolicy)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -144,7 +144,7 @@ func (a *accessor) replay(ctx context.Context, key identity.Key, w Watcher, queu
 	listCtx, cancel := context.WithTimeout(ctx, a.owner.opts.ConnectTimeout)
 	defer cancel()
 	if err := a.cache.List(listCtx, list, client.InNamespace(a.namespace)); err != nil {
-		return classify(key, a.guarded.Server.Display, err)
+		return classify(key, a.endpoint.Server.Display, err)
 	}
 	items, err := meta.ExtractList(list)
 	if err != nil {

@@ -69,7 +69,7 @@ var localPolicy = ServerPolicy{AllowHTTP: true, AllowLoopback: true}
 // testMaxResponseBytes is the response cap of test clients.
 const testMaxResponseBytes = 64 << 20
 
-func testHTTPClient(t *testing.T, server string, opts ClientOptions) *Client {
+func testHTTPClient(t *testing.T, server string, policy *ServerPolicy, opts ClientOptions) *Endpoint {
 	t.Helper()
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = 5 * time.Second
@@ -77,7 +77,7 @@ func testHTTPClient(t *testing.T, server string, opts ClientOptions) *Client {
 	if opts.MaxResponseBytes == 0 {
 		opts.MaxResponseBytes = testMaxResponseBytes
 	}
-	c, err := NewClient(&rest.Config{Host: server}, opts)
+	c, err := newEndpoint(&rest.Config{Host: server}, policy, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +86,11 @@ func testHTTPClient(t *testing.T, server string, opts ClientOptions) *Client {
 
 // restGet does what client-go does with an identity's answer and returns
 // the error a controller would see.
-func restGet(t *testing.T, server string, c *Client, path string) error {
+func restGet(t *testing.T, server string, c *Endpoint, path string) error {
 	t.Helper()
 	cfg := &rest.Config{Host: server}
 	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
-	restClient, err := rest.UnversionedRESTClientForConfigAndClient(cfg, c.Client)
+	restClient, err := rest.UnversionedRESTClientForConfigAndClient(cfg, c.HTTPClient)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestGuardNeverShowsBodies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, _ := countingServer(t, "127.0.0.1:0", tt.handler)
-			c := testHTTPClient(t, srv.URL, ClientOptions{Policy: &localPolicy})
+			c := testHTTPClient(t, srv.URL, &localPolicy, ClientOptions{})
 			c.verified.Store(tt.verified)
 			err := restGet(t, srv.URL, c, "/apis/metal3.io/v1alpha1/baremetalhosts")
 			if err == nil {
@@ -208,8 +208,8 @@ func TestGuardTransportErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			server := tt.server(t)
-			c := testHTTPClient(t, server, ClientOptions{Policy: &localPolicy})
-			err := discover(context.Background(), c.Client, mustServer(t, server))
+			c := testHTTPClient(t, server, &localPolicy, ClientOptions{})
+			err := discover(context.Background(), c.HTTPClient, mustServer(t, server))
 			ie, ok := AsError(err)
 			if !ok || ie.Reason != ReasonUnreachable {
 				t.Fatalf("discover = %v, want Unreachable", err)
@@ -264,8 +264,8 @@ func TestDiscoveryHandshake(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, hits := countingServer(t, "127.0.0.1:0", tt.handler)
 			server := srv.URL + "/internal/admin"
-			c := testHTTPClient(t, server, ClientOptions{Policy: &localPolicy})
-			err := discover(context.Background(), c.Client, mustServer(t, server))
+			c := testHTTPClient(t, server, &localPolicy, ClientOptions{})
+			err := discover(context.Background(), c.HTTPClient, mustServer(t, server))
 			if hits.Load() != 1 {
 				t.Errorf("the server got %d requests, want exactly 1", hits.Load())
 			}
@@ -320,8 +320,8 @@ func TestRedirectsAreJudgedAtDialTime(t *testing.T) {
 				t.Fatalf("following the redirect: %v, want refusal by %q", err, tt.wantRule)
 			}
 
-			id := testHTTPClient(t, origin.URL, ClientOptions{Policy: &policy})
-			resp, err = id.Get(origin.URL) //nolint:noctx // test client
+			id := testHTTPClient(t, origin.URL, &policy, ClientOptions{})
+			resp, err = id.HTTPClient.Get(origin.URL) //nolint:noctx // test client
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -344,8 +344,8 @@ func TestGuardBoundsCost(t *testing.T) {
 		srv, _ := countingServer(t, "127.0.0.1:0", func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = w.Write(make([]byte, 1<<20))
 		})
-		c := testHTTPClient(t, srv.URL, ClientOptions{Policy: &localPolicy, MaxResponseBytes: 64 << 10})
-		resp, err := c.Get(srv.URL) //nolint:noctx // test client
+		c := testHTTPClient(t, srv.URL, &localPolicy, ClientOptions{MaxResponseBytes: 64 << 10})
+		resp, err := c.HTTPClient.Get(srv.URL) //nolint:noctx // test client
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,8 +369,8 @@ func TestGuardBoundsCost(t *testing.T) {
 	}
 	t.Run("a request the server does not finish times out", func(t *testing.T) {
 		srv, _ := countingServer(t, "127.0.0.1:0", hang)
-		c := testHTTPClient(t, srv.URL, ClientOptions{Policy: &localPolicy, RequestTimeout: 200 * time.Millisecond})
-		resp, err := c.Get(srv.URL + "/api/v1/secrets") //nolint:noctx // test client
+		c := testHTTPClient(t, srv.URL, &localPolicy, ClientOptions{RequestTimeout: 200 * time.Millisecond})
+		resp, err := c.HTTPClient.Get(srv.URL + "/api/v1/secrets") //nolint:noctx // test client
 		if err == nil {
 			_, err = io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
@@ -381,8 +381,8 @@ func TestGuardBoundsCost(t *testing.T) {
 	})
 	t.Run("a watch is not cut by the request timeout", func(t *testing.T) {
 		srv, _ := countingServer(t, "127.0.0.1:0", hang)
-		c := testHTTPClient(t, srv.URL, ClientOptions{Policy: &localPolicy, RequestTimeout: 200 * time.Millisecond})
-		resp, err := c.Get(srv.URL + "/apis/metal3.io/v1alpha1/baremetalhosts?watch=true") //nolint:noctx // test client
+		c := testHTTPClient(t, srv.URL, &localPolicy, ClientOptions{RequestTimeout: 200 * time.Millisecond})
+		resp, err := c.HTTPClient.Get(srv.URL + "/apis/metal3.io/v1alpha1/baremetalhosts?watch=true") //nolint:noctx // test client
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -406,9 +406,9 @@ func TestGuardBoundsCost(t *testing.T) {
 			}
 			apiVersions(w, r)
 		})
-		c := testHTTPClient(t, srv.URL, ClientOptions{Policy: &localPolicy, MaxRequestsInFlight: 2, RequestTimeout: 10 * time.Second})
+		c := testHTTPClient(t, srv.URL, &localPolicy, ClientOptions{MaxRequestsInFlight: 2, RequestTimeout: 10 * time.Second})
 		get := func() error {
-			resp, err := c.Get(srv.URL + "/api") //nolint:noctx // test client
+			resp, err := c.HTTPClient.Get(srv.URL + "/api") //nolint:noctx // test client
 			if err != nil {
 				return err
 			}

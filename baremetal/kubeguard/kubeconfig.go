@@ -36,10 +36,26 @@ import (
 // the controller's memory.
 const MaxSecretSize = 1 << 20
 
-// Kubeconfig is a validated kubeconfig reduced to what the provider uses.
+// Source is a tenant's kubeconfig as it reaches the provider: in a Secret,
+// under the first of Keys it has, or as Data.
+type Source struct {
+	// Secret holds the kubeconfig; it is judged whole (MaxSecretSize).
+	Secret *corev1.Secret
+	// Keys are read in this order from Secret.
+	Keys []string
+	// Data is the kubeconfig itself, when there is no Secret.
+	Data []byte
+	// Context is the context to use; empty: the kubeconfig's current one.
+	Context string
+}
+
+// Kubeconfig is a validated kubeconfig reduced to what the provider uses,
+// and judged by a ServerPolicy: what Load returns, and what Connect needs.
 type Kubeconfig struct {
 	// RESTConfig carries only inline credentials: no file paths, no plugins.
 	RESTConfig *rest.Config
+	// Server is the server the kubeconfig names, for messages.
+	Server Server
 	// Namespace of the chosen context; empty if it sets none.
 	Namespace string
 	// ProxyURL is the cluster's proxy-url, which RESTConfig holds only as
@@ -47,11 +63,41 @@ type Kubeconfig struct {
 	ProxyURL string
 	// Hash of the kubeconfig and the context chosen in it.
 	Hash string
+	// policy judged the kubeconfig in Load; Connect dials under it. A
+	// Kubeconfig that Load did not return has none, and cannot connect.
+	policy *ServerPolicy
 }
 
-// SecretData returns the kubeconfig a Secret holds under the first of keys
+// Load is the first half of the boundary, where nothing is sent: it reads
+// the kubeconfig of src, parses it field by field (parse) and judges its
+// server by policy (nil: the zero, strictest, policy). The Kubeconfig it
+// returns connects under that policy only. Its errors are *Error, terminal:
+// only a new kubeconfig (or another policy) changes them.
+func Load(src Source, policy *ServerPolicy) (*Kubeconfig, error) {
+	if policy == nil {
+		policy = &ServerPolicy{}
+	}
+	data := src.Data
+	if src.Secret != nil {
+		var err error
+		if data, err = secretData(src.Secret, src.Keys...); err != nil {
+			return nil, err
+		}
+	}
+	k, err := parse(data, src.Context)
+	if err != nil {
+		return nil, err
+	}
+	if err := policy.check(k); err != nil {
+		return nil, err
+	}
+	k.policy = policy
+	return k, nil
+}
+
+// secretData returns the kubeconfig a Secret holds under the first of keys
 // it has, refusing a Secret larger than MaxSecretSize.
-func SecretData(secret *corev1.Secret, keys ...string) ([]byte, error) {
+func secretData(secret *corev1.Secret, keys ...string) ([]byte, error) {
 	size := 0
 	for k, v := range secret.Data {
 		size += len(k) + len(v)
@@ -72,11 +118,11 @@ func SecretData(secret *corev1.Secret, keys ...string) ([]byte, error) {
 	return nil, newError(ReasonInvalidKubeconfig, true, nil, "Secret has no %s key", strings.Join(quoted, " nor "))
 }
 
-// Parse validates a tenant's kubeconfig and builds the rest.Config of
+// parse validates a tenant's kubeconfig and builds the rest.Config of
 // contextName (empty: the current context). The rest.Config is assembled
 // field by field from inline data, never through clientcmd's ClientConfig,
 // so no code path can read a file or run a program the tenant named.
-func Parse(data []byte, contextName string) (*Kubeconfig, error) {
+func parse(data []byte, contextName string) (*Kubeconfig, error) {
 	if len(data) > MaxSecretSize {
 		return nil, newError(ReasonInvalidKubeconfig, true, nil,
 			"kubeconfig is %d bytes, more than the %d allowed", len(data), MaxSecretSize)
@@ -128,7 +174,12 @@ func Parse(data []byte, contextName string) (*Kubeconfig, error) {
 	sum.Write(data)
 	sum.Write([]byte{0})
 	sum.Write([]byte(contextName))
-	return &Kubeconfig{RESTConfig: restConfig, Namespace: kctx.Namespace, ProxyURL: cluster.ProxyURL, Hash: hex.EncodeToString(sum.Sum(nil))}, nil
+	// restConfigForCluster checked the URL.
+	srv, _ := ParseServer(restConfig.Host)
+	return &Kubeconfig{
+		RESTConfig: restConfig, Server: srv, Namespace: kctx.Namespace, ProxyURL: cluster.ProxyURL,
+		Hash: hex.EncodeToString(sum.Sum(nil)),
+	}, nil
 }
 
 func restConfigForCluster(name string, cluster *clientcmdapi.Cluster) (*rest.Config, error) {

@@ -54,9 +54,9 @@ func TestParseKubeconfigAccepts(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(cfg)
 			}
-			got, err := Parse(kubeguardtest.Write(t, cfg), tt.context)
+			got, err := parse(kubeguardtest.Write(t, cfg), tt.context)
 			if err != nil {
-				t.Fatalf("Parse: %v", err)
+				t.Fatalf("parse: %v", err)
 			}
 			if got.Namespace != tt.wantNamespace {
 				t.Errorf("namespace = %q, want %q", got.Namespace, tt.wantNamespace)
@@ -138,7 +138,7 @@ func TestParseKubeconfigRejects(t *testing.T) {
 				}
 				raw = kubeguardtest.Write(t, cfg)
 			}
-			_, err := Parse(raw, tt.context)
+			_, err := parse(raw, tt.context)
 			assertGuardError(t, err, tt.wantReason, tt.wantInMsg)
 		})
 	}
@@ -175,9 +175,9 @@ func TestSecretData(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data, err := SecretData(&corev1.Secret{Data: tt.data}, "kubeconfig", "value")
+			data, err := secretData(&corev1.Secret{Data: tt.data}, "kubeconfig", "value")
 			if err == nil {
-				_, err = Parse(data, "")
+				_, err = parse(data, "")
 			}
 			if tt.wantReason == "" {
 				if err != nil {
@@ -219,7 +219,7 @@ func TestFilePathsAreNeverRead(t *testing.T) {
 	for name, mutate := range shapes {
 		cfg := kubeguardtest.Config()
 		mutate(cfg)
-		if _, err := Parse(kubeguardtest.Write(t, cfg), ""); err == nil {
+		if _, err := parse(kubeguardtest.Write(t, cfg), ""); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -251,7 +251,7 @@ func FuzzParseKubeconfig(f *testing.F) {
 	f.Add(withExec, "east")
 	f.Add([]byte("apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    tokenFile: /etc/shadow\n"), "")
 	f.Fuzz(func(t *testing.T, raw []byte, context string) {
-		got, err := Parse(raw, context)
+		got, err := parse(raw, context)
 		if err != nil {
 			if _, ok := AsError(err); !ok {
 				t.Fatalf("error is not a kubeguard.Error: %v", err)

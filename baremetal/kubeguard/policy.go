@@ -164,11 +164,11 @@ func (e *ServerNotAllowedError) Error() string {
 	return fmt.Sprintf("server host %q: %s", e.Host, msg)
 }
 
-// Check refuses, before any connection, a kubeconfig whose server URL
-// (scheme, and the host when it is an IP literal or a known name),
+// check refuses, before any connection (Load), a kubeconfig whose server
+// URL (scheme, and the host when it is an IP literal or a known name),
 // certificate verification or proxying break the policy: a terminal
 // ServerNotAllowed Error, since only a new kubeconfig can change it.
-func (p *ServerPolicy) Check(k *Kubeconfig) error {
+func (p *ServerPolicy) check(k *Kubeconfig) error {
 	srv, err := ParseServer(k.RESTConfig.Host)
 	if err != nil {
 		return newError(ReasonInvalidKubeconfig, true, err, "server %q is not a URL", k.RESTConfig.Host)

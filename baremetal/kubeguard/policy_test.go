@@ -220,7 +220,7 @@ func TestRefusalNamesTheFlag(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
 			k := &Kubeconfig{RESTConfig: &rest.Config{Host: tt.server}}
-			err := tt.policy.Check(k)
+			err := tt.policy.check(k)
 			ge, ok := AsError(err)
 			if !ok || ge.Reason != ReasonServerNotAllowed || !strings.Contains(ge.Message, tt.want) {
 				t.Fatalf("got %v, want ServerNotAllowed naming %s", err, tt.want)
@@ -228,7 +228,7 @@ func TestRefusalNamesTheFlag(t *testing.T) {
 		})
 	}
 	// Link-local and metadata addresses have no flag: nothing lifts them.
-	err := (&ServerPolicy{Flags: "workload", AllowLoopback: true}).Check(&Kubeconfig{RESTConfig: &rest.Config{Host: "https://169.254.169.254"}})
+	err := (&ServerPolicy{Flags: "workload", AllowLoopback: true}).check(&Kubeconfig{RESTConfig: &rest.Config{Host: "https://169.254.169.254"}})
 	if ge, ok := AsError(err); !ok || strings.Contains(ge.Message, "--") {
 		t.Fatalf("got %v, want a refusal naming no flag", err)
 	}

@@ -30,8 +30,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -95,8 +93,15 @@ type ClustersOptions struct {
 	// Policy says which servers workload kubeconfigs may name; its Flags
 	// should be "workload".
 	Policy kubeguard.ServerPolicy
-	// Timeout bounds connecting and every request.
+	// Timeout bounds connecting, which runs on a goroutine of Clusters,
+	// and every request.
 	Timeout time.Duration
+	// ConnectWait is how long a caller waits for a connection under way
+	// before it is told the cluster is still connecting (reason
+	// Connecting): long enough for a healthy server to connect within the
+	// call, short enough that a slow one holds no reconcile worker for its
+	// whole Timeout.
+	ConnectWait time.Duration
 	// MaxResponseBytes caps each answer: the provider reads Nodes by name
 	// or label, never every Node of a cluster.
 	MaxResponseBytes int64
@@ -122,6 +127,7 @@ func (o *ClustersOptions) setDefaults() {
 		}
 	}
 	setDefault(&o.Timeout, 10*time.Second)
+	setDefault(&o.ConnectWait, 2*time.Second)
 	setDefault(&o.MinBackoff, 5*time.Second)
 	setDefault(&o.MaxBackoff, 2*time.Minute)
 	setDefault(&o.IdleTimeout, 15*time.Minute)
@@ -151,32 +157,50 @@ func (o *ClustersOptions) setDefaults() {
 //
 // One connection per Cluster, made on first use after the discovery
 // handshake, kept while its Secret is unchanged and it is used, dropped
-// when the Secret changes or goes and after IdleTimeout unused. A failure
-// is kept with a backoff (a kubeconfig that is refused: until the Secret
+// when the Secret changes or goes and after IdleTimeout unused. As in
+// Cluster API's ClusterCache, connecting runs on a goroutine of Clusters,
+// not in the caller's reconcile: a caller waits for it ConnectWait at
+// most, so a tenant's slow server holds no worker for long. A failure is
+// kept with a backoff (a kubeconfig that is refused: until the Secret
 // changes), so a broken cluster costs one attempt per backoff, not one per
 // reconcile. Clients read from the API server (no informer): the provider
 // reads a few Nodes by name or label now and then, and a hostile server
 // could grow a cache without bound.
 type Clusters struct {
 	opts ClustersOptions
+	// ctx is the lifetime of the connection attempts: Start's end cancels
+	// it, and a caller giving up does not.
+	ctx    context.Context //nolint:containedctx // the lifetime of the attempts, which outlive their callers
+	cancel context.CancelFunc
 
 	mu    sync.Mutex
 	conns map[types.NamespacedName]*connection
-	// connecting serialises attempts per cluster without holding mu.
-	connecting map[types.NamespacedName]*sync.Mutex
+	// reading serialises, per cluster, reading its Secret and starting an
+	// attempt, without holding mu.
+	reading map[types.NamespacedName]*sync.Mutex
+	// attempts counts the connection attempts under way.
+	attempts sync.WaitGroup
 	// changes carries clusters whose state changed to Source.
 	changes chan event.GenericEvent
 }
 
-// connection is one cluster's client, or why there is none.
+// connection is one cluster's client, or why there is none, or the attempt
+// under way to connect it.
 type connection struct {
 	secretVersion string
 	client        client.Client
-	guarded       *kubeguard.Client
-	err           *Error
-	failures      int
-	retryAt       time.Time
-	lastUsed      time.Time
+	endpoint      *kubeguard.Endpoint
+	// attempt is closed when the attempt under way for secretVersion ends;
+	// nil when none is. server names its server meanwhile.
+	attempt chan struct{}
+	server  string
+	// err is why the cluster cannot be reached; while an attempt is under
+	// way, the previous attempt's with the same Secret, which stands until
+	// this one ends.
+	err      *Error
+	failures int
+	retryAt  time.Time
+	lastUsed time.Time
 }
 
 // NewClusters returns the cache; add it to the manager with mgr.Add.
@@ -185,19 +209,28 @@ func NewClusters(opts ClustersOptions) (*Clusters, error) {
 		return nil, errors.New("workload.Clusters needs SecretMetadata, SecretReader and Scheme")
 	}
 	opts.setDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Clusters{
-		opts: opts, conns: map[types.NamespacedName]*connection{}, connecting: map[types.NamespacedName]*sync.Mutex{},
+		opts: opts, ctx: ctx, cancel: cancel,
+		conns: map[types.NamespacedName]*connection{}, reading: map[types.NamespacedName]*sync.Mutex{},
 		changes: make(chan event.GenericEvent, 1024),
 	}, nil
 }
 
-// Start drops idle connections until ctx ends, then closes them all.
+// Start drops idle connections until ctx ends, then ends the attempts
+// under way and closes every connection.
 func (c *Clusters) Start(ctx context.Context) error {
 	ticker := time.NewTicker(c.opts.IdleTimeout / 2)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			// Attempts start under mu in a live c.ctx only: none starts
+			// once it is cancelled there.
+			c.mu.Lock()
+			c.cancel()
+			c.mu.Unlock()
+			c.attempts.Wait()
 			c.mu.Lock()
 			for cluster, conn := range c.conns {
 				c.dropLocked(cluster, conn)
@@ -221,142 +254,124 @@ func (c *Clusters) NeedLeaderElection() bool { return true }
 
 // Client returns a client of cluster's workload cluster, connecting on
 // first use. The error is an *Error saying why the cluster cannot be
-// reached; KubeconfigNotFound while the cluster has no kubeconfig yet.
+// reached: KubeconfigNotFound while the cluster has no kubeconfig yet,
+// Connecting while a connection has been under way for ConnectWait.
 func (c *Clusters) Client(ctx context.Context, cluster types.NamespacedName) (client.Client, error) {
 	secretKey := KubeconfigSecret(cluster)
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	if err := c.opts.SecretMetadata.Get(ctx, secretKey, meta); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, c.fail(cluster, "", &Error{Cluster: cluster, Reason: infrav1.WorkloadKubeconfigNotFoundReason, Terminal: true,
-				Message: fmt.Sprintf("workload cluster %s has no kubeconfig Secret %s yet", cluster, secretKey.Name)}, false)
+			return nil, c.fail(cluster, "", kubeconfigNotFound(cluster), false)
 		}
 		return nil, fmt.Errorf("read metadata of Secret %s: %w", secretKey, err)
 	}
-	if cl, done, err := c.cached(cluster, meta.ResourceVersion); done {
-		return cl, err
+	deadline := time.Now().Add(c.opts.ConnectWait)
+	for {
+		cl, attempt, err := c.lookup(ctx, cluster, meta.ResourceVersion)
+		if attempt == nil {
+			return cl, err
+		}
+		if err := kubeguard.AwaitConnect(ctx, attempt, deadline); err != nil {
+			return nil, c.stillConnecting(cluster, err)
+		}
+	}
+}
+
+// lookup answers cluster from its connection, or reads its kubeconfig,
+// judges it (kubeguard.Load) and starts the attempt to connect it: the
+// client, or why there is none, or the attempt under way.
+func (c *Clusters) lookup(ctx context.Context, cluster types.NamespacedName, secretVersion string) (client.Client, chan struct{}, error) {
+	if cl, attempt, done, err := c.cached(cluster, secretVersion); done {
+		return cl, attempt, err
 	}
 	lock := c.lock(cluster)
 	lock.Lock()
 	defer lock.Unlock()
-	if cl, done, err := c.cached(cluster, meta.ResourceVersion); done {
-		return cl, err
+	if cl, attempt, done, err := c.cached(cluster, secretVersion); done {
+		return cl, attempt, err
 	}
-	return c.connect(ctx, cluster, secretKey)
+	secretKey := KubeconfigSecret(cluster)
+	secret := &corev1.Secret{}
+	if err := c.opts.SecretReader.Get(ctx, secretKey, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, c.fail(cluster, "", kubeconfigNotFound(cluster), false)
+		}
+		return nil, nil, fmt.Errorf("read Secret %s: %w", secretKey, err)
+	}
+	// The kubeconfig Cluster API wrote (its current context), as untrusted
+	// input: nothing is sent to its server before it passed.
+	kubeconfig, err := kubeguard.Load(kubeguard.Source{Secret: secret, Keys: []string{kubeconfigKey}}, &c.opts.Policy)
+	if err != nil {
+		return nil, nil, c.fail(cluster, secret.ResourceVersion, err, false)
+	}
+	return c.startAttempt(cluster, secret.ResourceVersion, kubeconfig)
 }
 
 // cached answers from cluster's connection when its Secret is unchanged:
-// the client, or the last error while backing off. done is false when an
-// attempt must be made.
-func (c *Clusters) cached(cluster types.NamespacedName, secretVersion string) (client.Client, bool, error) {
+// the client, the attempt under way, or the last error while backing off.
+// done is false when the Secret must be read.
+func (c *Clusters) cached(cluster types.NamespacedName, secretVersion string) (cl client.Client, attempt chan struct{}, done bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	conn, ok := c.conns[cluster]
 	if !ok || conn.secretVersion != secretVersion {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
-	if conn.client != nil {
+	switch {
+	case conn.client != nil:
 		conn.lastUsed = time.Now()
-		return conn.client, true, nil
+		return conn.client, nil, true, nil
+	case conn.attempt != nil:
+		return nil, conn.attempt, true, nil
+	case conn.err != nil && (conn.err.Terminal || time.Now().Before(conn.retryAt)):
+		return nil, nil, true, conn.err
 	}
-	if conn.err != nil && (conn.err.Terminal || time.Now().Before(conn.retryAt)) {
-		return nil, true, conn.err
-	}
-	return nil, false, nil
+	return nil, nil, false, nil
 }
 
-// connect reads cluster's kubeconfig, judges it and connects: nothing is
-// sent to the server before the kubeconfig and the server passed kubeguard,
-// and the first request is the discovery handshake.
-func (c *Clusters) connect(ctx context.Context, cluster, secretKey types.NamespacedName) (client.Client, error) {
-	secret := &corev1.Secret{}
-	if err := c.opts.SecretReader.Get(ctx, secretKey, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, c.fail(cluster, "", &Error{Cluster: cluster, Reason: infrav1.WorkloadKubeconfigNotFoundReason, Terminal: true,
-				Message: fmt.Sprintf("workload cluster %s has no kubeconfig Secret %s yet", cluster, secretKey.Name)}, false)
-		}
-		return nil, fmt.Errorf("read Secret %s: %w", secretKey, err)
-	}
-	parsed, err := c.parse(secret)
-	if err != nil {
-		return nil, c.fail(cluster, secret.ResourceVersion, err, false)
-	}
-	guarded, err := kubeguard.NewClient(parsed.RESTConfig, kubeguard.ClientOptions{
-		Policy: &c.opts.Policy, RequestTimeout: c.opts.Timeout, MaxResponseBytes: c.opts.MaxResponseBytes,
-		MaxRequestsInFlight: c.opts.MaxRequestsInFlight, WrapTransport: c.opts.WrapTransport,
-	})
-	if err != nil {
-		return nil, c.fail(cluster, secret.ResourceVersion, err, false)
-	}
-	connectCtx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
-	if err := guarded.Discover(connectCtx); err != nil {
-		guarded.Close()
-		return nil, c.fail(cluster, secret.ResourceVersion, kubeguard.Classify(guarded.Server.Display, err), true)
-	}
-	cfg := rest.CopyConfig(parsed.RESTConfig)
-	cfg.QPS, cfg.Burst, cfg.UserAgent = c.opts.QPS, c.opts.Burst, c.opts.UserAgent
-	cl, err := client.New(cfg, client.Options{HTTPClient: guarded.Client, Scheme: c.opts.Scheme, Mapper: workloadMapper()})
-	if err != nil {
-		guarded.Close()
-		return nil, c.fail(cluster, secret.ResourceVersion, err, true)
-	}
-	c.mu.Lock()
-	if old, ok := c.conns[cluster]; ok {
-		c.dropLocked(cluster, old)
-	}
-	c.conns[cluster] = &connection{secretVersion: secret.ResourceVersion, client: cl, guarded: guarded, lastUsed: time.Now()}
-	c.mu.Unlock()
-	ctrl.LoggerFrom(ctx).Info("Connected to the workload cluster", "cluster", cluster.String(), "server", guarded.Server.Display)
-	c.changed(cluster)
-	return cl, nil
-}
-
-// parse reads the kubeconfig Cluster API wrote (its current context) as
-// untrusted input and judges its server.
-func (c *Clusters) parse(secret *corev1.Secret) (*kubeguard.Kubeconfig, error) {
-	data, err := kubeguard.SecretData(secret, kubeconfigKey)
-	if err != nil {
-		return nil, err
-	}
-	parsed, err := kubeguard.Parse(data, "")
-	if err != nil {
-		return nil, err
-	}
-	if err := c.opts.Policy.Check(parsed); err != nil {
-		return nil, err
-	}
-	return parsed, nil
+// kubeconfigNotFound is the Error of a cluster without a kubeconfig Secret.
+func kubeconfigNotFound(cluster types.NamespacedName) *Error {
+	return &Error{Cluster: cluster, Reason: infrav1.WorkloadKubeconfigNotFoundReason, Terminal: true,
+		Message: fmt.Sprintf("workload cluster %s has no kubeconfig Secret %s yet", cluster, KubeconfigSecret(cluster).Name)}
 }
 
 // fail records why cluster cannot be reached with the Secret at
 // secretVersion and returns it as an *Error; retry backs the next attempt
 // off, else it waits for the Secret to change.
 func (c *Clusters) fail(cluster types.NamespacedName, secretVersion string, err error, retry bool) *Error {
-	we := Classify(cluster, err)
 	c.mu.Lock()
+	we, changed := c.failLocked(cluster, secretVersion, err, retry)
+	c.mu.Unlock()
+	if changed {
+		c.changed(cluster)
+	}
+	return we
+}
+
+// failLocked is fail under mu; changed says whether the news is worth
+// telling Source (a client lost, or another reason).
+func (c *Clusters) failLocked(cluster types.NamespacedName, secretVersion string, err error, retry bool) (*Error, bool) {
+	we := Classify(cluster, err)
 	conn, ok := c.conns[cluster]
 	if !ok {
 		conn = &connection{}
 		c.conns[cluster] = conn
 	}
 	changed := conn.client != nil || conn.err == nil || conn.err.Reason != we.Reason
-	if conn.client != nil {
-		conn.guarded.Close()
-		conn.client, conn.guarded = nil, nil
+	if conn.endpoint != nil {
+		conn.endpoint.Close()
+		conn.client, conn.endpoint = nil, nil
 	}
-	conn.secretVersion, conn.err = secretVersion, we
+	// An attempt of another Secret version is superseded.
+	conn.secretVersion, conn.err, conn.attempt = secretVersion, we, nil
 	if retry {
 		conn.failures++
 		conn.retryAt = time.Now().Add(kubeguard.Backoff(conn.failures, c.opts.MinBackoff, c.opts.MaxBackoff))
 	} else {
 		conn.failures, conn.retryAt = 0, time.Time{}
 	}
-	c.mu.Unlock()
-	if changed {
-		c.changed(cluster)
-	}
-	return we
+	return we, changed
 }
 
 // RetryAfter is how long to wait before asking again for cluster.
@@ -372,14 +387,18 @@ func (c *Clusters) RetryAfter(cluster types.NamespacedName) time.Duration {
 }
 
 // State is what is known of cluster without connecting: nil once it was
-// reached, its Error while it cannot be; known is false when nothing has
-// asked for it yet.
+// reached, its Error while it cannot be (Connecting while its first
+// attempt with this kubeconfig is under way); known is false when nothing
+// has asked for it yet.
 func (c *Clusters) State(cluster types.NamespacedName) (err *Error, known bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	conn, ok := c.conns[cluster]
 	if !ok {
 		return nil, false
+	}
+	if conn.err == nil && conn.client == nil && conn.attempt != nil {
+		return c.connectingLocked(cluster), true
 	}
 	return conn.err, true
 }
@@ -393,21 +412,23 @@ func (c *Clusters) Forget(cluster types.NamespacedName) {
 	}
 }
 
+// dropLocked forgets cluster; an attempt under way finds itself
+// superseded when it ends.
 func (c *Clusters) dropLocked(cluster types.NamespacedName, conn *connection) {
-	if conn.guarded != nil {
-		conn.guarded.Close()
+	if conn.endpoint != nil {
+		conn.endpoint.Close()
 	}
 	delete(c.conns, cluster)
-	delete(c.connecting, cluster)
+	delete(c.reading, cluster)
 }
 
 func (c *Clusters) lock(cluster types.NamespacedName) *sync.Mutex {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	lock, ok := c.connecting[cluster]
+	lock, ok := c.reading[cluster]
 	if !ok {
 		lock = &sync.Mutex{}
-		c.connecting[cluster] = lock
+		c.reading[cluster] = lock
 	}
 	return lock
 }

@@ -100,8 +100,13 @@ func newSecretStore(t *testing.T) (*secretStore, *runtime.Scheme) {
 
 func (s *secretStore) write(t *testing.T, kubeconfig []byte) {
 	t.Helper()
+	s.writeFor(t, testCluster, kubeconfig)
+}
+
+func (s *secretStore) writeFor(t *testing.T, cluster types.NamespacedName, kubeconfig []byte) {
+	t.Helper()
 	ctx := context.Background()
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testCluster.Namespace, Name: testCluster.Name + "-kubeconfig"}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: cluster.Name + "-kubeconfig"}}
 	err := s.Get(ctx, client.ObjectKeyFromObject(secret), secret)
 	secret.Data = map[string][]byte{"value": kubeconfig}
 	if err == nil {

@@ -15,10 +15,12 @@ limitations under the License.
 */
 
 // Package kubeguardtest has what tests of tenant kubeconfigs share: a CA
-// whose certificate parses, and a kubeconfig with inline credentials.
+// whose certificate parses, a kubeconfig with inline credentials, and a
+// server that never answers.
 package kubeguardtest
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -26,6 +28,9 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,4 +82,42 @@ func Write(t testing.TB, cfg *clientcmdapi.Config) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// Silent is a tenant's server that accepts every connection and never
+// answers, nor closes one, until the test ends: whoever waits for it is
+// held until its own timeout. It returns the address it listens on
+// (loopback) and the count of connections it accepted.
+func Silent(t testing.TB) (string, *atomic.Int64) {
+	t.Helper()
+	listener, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := &atomic.Int64{}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	go func() {
+		for {
+			conn, err := listener.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = listener.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, conn := range conns {
+			_ = conn.Close()
+		}
+	})
+	return listener.Addr().String(), accepted
 }
