@@ -34,7 +34,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/kubeguard"
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 // probeClient gives up on a server that does not answer: a port another

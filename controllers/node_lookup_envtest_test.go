@@ -35,7 +35,7 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remediation"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 // lookupFoundLabel is synced from the host to the Node the Metal3Machine

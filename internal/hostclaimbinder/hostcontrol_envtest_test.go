@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 // updateClaim changes the claim, retrying on conflicts with the binder.

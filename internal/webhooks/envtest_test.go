@@ -38,7 +38,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 const tenantNamespace = "tenant-a"

@@ -34,7 +34,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
 )
 

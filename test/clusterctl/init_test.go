@@ -37,7 +37,7 @@ import (
 	"sigs.k8s.io/cluster-api/cmd/clusterctl/client"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 const providerNamespace = "capm3-system"

@@ -40,7 +40,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
 )
 

@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 // requestCount sums an identity's requests over a window.

@@ -57,7 +57,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 // capiWebhooks is the webhook installation of a management cluster: Cluster

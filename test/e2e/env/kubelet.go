@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 // kubeletFault is what a test made of a host's kubelet.

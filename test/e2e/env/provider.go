@@ -17,7 +17,7 @@ limitations under the License.
 package env
 
 import (
-	"github.com/metal3-io/cluster-api-provider-metal3/internal/testenv"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 // startProvider runs the manager built from this tree against mgmt until t
