@@ -45,9 +45,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/metal3cluster"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 )
 
@@ -205,9 +205,9 @@ func (r *Metal3ClusterReconciler) reconcileNormal(ctx context.Context, m3c *infr
 	identityCondition.ObservedGeneration = m3c.Generation
 	recordIdentityTransition(ctx, r.Recorder, m3c, conditions.Get(m3c, infrav1.IdentityReadyCondition), identityCondition)
 	conditions.Set(m3c, identityCondition)
-	m3c.Status.FailureDomains = baremetal.ClusterFailureDomains(m3c)
+	m3c.Status.FailureDomains = metal3cluster.ClusterFailureDomains(m3c)
 
-	endpointErr := baremetal.ValidateControlPlaneEndpoint(m3c)
+	endpointErr := metal3cluster.ValidateControlPlaneEndpoint(m3c)
 	ready := metav1.Condition{Type: infrav1.ReadyCondition, ObservedGeneration: m3c.Generation}
 	switch {
 	case endpointErr != nil:

@@ -44,7 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/datatemplate"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
@@ -256,12 +256,12 @@ func (r *Metal3DataReconciler) render(ctx context.Context, data *infrav1.Metal3D
 		return ctrl.Result{RequeueAfter: dataWaitRequeue}, nil
 	}
 
-	dataManager := &baremetal.DataManager{
+	dataManager := &datatemplate.DataManager{
 		Client: r.Client, Access: access, Data: data, Template: template, Claim: dm.claim,
 		Metal3Machine: dm.m3m, Machine: dm.machine, Host: host, HostNameIPClaims: r.HostNameIPClaims,
 	}
 	err = dataManager.Reconcile(ctx)
-	if renderErr, ok := baremetal.AsRenderError(err); ok {
+	if renderErr, ok := datatemplate.AsRenderError(err); ok {
 		msg := renderErr.Error()
 		data.Status.Ready = false
 		data.Status.ErrorMessage = &msg
@@ -270,7 +270,7 @@ func (r *Metal3DataReconciler) render(ctx context.Context, data *infrav1.Metal3D
 		// changes; a slow requeue catches changes to objects not watched.
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	if errors.Is(err, baremetal.ErrWaitingForAddress) {
+	if errors.Is(err, datatemplate.ErrWaitingForAddress) {
 		setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, infrav1.Metal3DataWaitingForIPAddressReason, err.Error())
 		return ctrl.Result{}, nil
 	}
@@ -286,7 +286,7 @@ func (r *Metal3DataReconciler) reconcileDelete(ctx context.Context, data *infrav
 	if !controllerutil.ContainsFinalizer(data, infrav1.DataFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	manager := &baremetal.DataManager{Client: r.Client, Data: data}
+	manager := &datatemplate.DataManager{Client: r.Client, Data: data}
 	if manager.WroteHostSecrets() {
 		id, gone, err := r.deletionIdentity(ctx, data, cluster)
 		if err != nil {

@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/datatemplate"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/readiness"
 )
 
@@ -140,14 +140,14 @@ func (r *Metal3DataTemplateReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 	}()
 
-	manager := &baremetal.DataTemplateManager{Client: r.Client, Reader: r.APIReader, Template: template}
+	manager := &datatemplate.DataTemplateManager{Client: r.Client, Reader: r.APIReader, Template: template}
 	if !template.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, manager)
 	}
 	return r.reconcileNormal(ctx, manager, cluster)
 }
 
-func (r *Metal3DataTemplateReconciler) reconcileNormal(ctx context.Context, manager *baremetal.DataTemplateManager, cluster *clusterv1.Cluster) (ctrl.Result, error) {
+func (r *Metal3DataTemplateReconciler) reconcileNormal(ctx context.Context, manager *datatemplate.DataTemplateManager, cluster *clusterv1.Cluster) (ctrl.Result, error) {
 	template := manager.Template
 	if !manager.SetClusterOwner(cluster) {
 		// The Cluster's creation wakes the template (see SetupWithManager).
@@ -168,7 +168,7 @@ func (r *Metal3DataTemplateReconciler) reconcileNormal(ctx context.Context, mana
 	return ctrl.Result{}, nil
 }
 
-func (r *Metal3DataTemplateReconciler) reconcileDelete(ctx context.Context, manager *baremetal.DataTemplateManager) (ctrl.Result, error) {
+func (r *Metal3DataTemplateReconciler) reconcileDelete(ctx context.Context, manager *datatemplate.DataTemplateManager) (ctrl.Result, error) {
 	template := manager.Template
 	remaining, err := manager.DataRemaining(ctx)
 	if err != nil {

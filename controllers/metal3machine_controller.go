@@ -39,7 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/datatemplate"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
@@ -247,7 +247,7 @@ func (r *Metal3MachineReconciler) newMachineScope(ctx context.Context, cluster *
 ) (*machineScope, error) {
 	s := &machineScope{
 		cluster: cluster, machine: machine, m3m: m3m,
-		data: &baremetal.MachineManager{Client: r.Client, Cluster: cluster, M3Machine: m3m},
+		data: &datatemplate.MachineManager{Client: r.Client, Cluster: cluster, M3Machine: m3m},
 		// Read on first need (the identity, or the Node's settings), once.
 		metal3Cluster: sync.OnceValues(func() (*infrav1.Metal3Cluster, error) {
 			return identity.Metal3ClusterOf(ctx, r.Client, cluster)
@@ -302,5 +302,5 @@ type machineScope struct {
 	identityErr error
 	access      hostaccess.HostAccess
 	binding     hostbinding.Binding
-	data        *baremetal.MachineManager
+	data        *datatemplate.MachineManager
 }

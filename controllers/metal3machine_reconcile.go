@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/baremetal"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/datatemplate"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
@@ -158,16 +158,16 @@ func (r *Metal3MachineReconciler) reconcileData(ctx context.Context, s *machineS
 	}
 	claim, err := s.data.EnsureDataClaim(ctx)
 	switch {
-	case errors.Is(err, baremetal.ErrDataTemplateNotFound):
+	case errors.Is(err, datatemplate.ErrDataTemplateNotFound):
 		return notReady(infrav1.Metal3DataClaimTemplateNotFoundReason, err, ctrl.Result{RequeueAfter: noHostRequeue})
 	case err != nil:
 		return ctrl.Result{}, false, err
 	}
 	data, err := s.data.RenderedData(ctx, claim, host)
 	switch {
-	case errors.Is(err, baremetal.ErrDataFailed):
+	case errors.Is(err, datatemplate.ErrDataFailed):
 		return notReady(infrav1.Metal3DataClaimDataFailedReason, err, ctrl.Result{})
-	case errors.Is(err, baremetal.ErrDataNotReady):
+	case errors.Is(err, datatemplate.ErrDataNotReady):
 		// The claim and its Metal3Data are watched: their progress wakes us.
 		return notReady(infrav1.Metal3DataClaimWaitingForDataReason, err, ctrl.Result{})
 	case err != nil:
@@ -176,7 +176,7 @@ func (r *Metal3MachineReconciler) reconcileData(ctx context.Context, s *machineS
 	setCondition(m3m, infrav1.DataReadyCondition, metav1.ConditionTrue, infrav1.Metal3DataClaimDataReadyReason,
 		fmt.Sprintf("Metal3Data %s rendered next to host %s", data.Name, host))
 	if !started {
-		if err := s.binding.Provision(ctx, host, baremetal.RenderedSecrets(data)); err != nil {
+		if err := s.binding.Provision(ctx, host, datatemplate.RenderedSecrets(data)); err != nil {
 			return ctrl.Result{}, false, err
 		}
 	}

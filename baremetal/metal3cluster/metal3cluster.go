@@ -14,11 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package baremetal holds the domain logic of the provider: what a
-// Metal3Cluster's status is, how a machine gets and releases a host, how
-// data is rendered. Controllers fetch objects and call it; it reaches hosts
-// only through the HostAccess of the remote package.
-package baremetal
+// Package metal3cluster says what a Metal3Cluster's spec means for its
+// status: the failure domains Cluster API reads, and whether its control
+// plane endpoint lets nodes join.
+package metal3cluster
 
 import (
 	"errors"
