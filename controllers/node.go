@@ -36,10 +36,6 @@ import (
 )
 
 const (
-	// HostUIDNodeLabel is the label the node's image sets from the host's
-	// metadata (metal3.io/uuid = BareMetalHost UID), how a Node is matched
-	// to its host when no cloud provider does it.
-	HostUIDNodeLabel = workload.HostUIDLabel
 	// nodeRequeue is how often a machine looks for its Node while it boots.
 	nodeRequeue = 20 * time.Second
 	// nodeRefWait is how often a published machine checks that Cluster API

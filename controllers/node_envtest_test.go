@@ -28,6 +28,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
@@ -81,7 +82,7 @@ func TestNodeProviderIDWithoutCloudProvider(t *testing.T) {
 	}).WithTimeout(3 * time.Second).Should(Succeed())
 
 	// The node boots and registers with the host's UID from its metadata.
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Labels: map[string]string{HostUIDNodeLabel: string(host.UID)}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Labels: map[string]string{pool.HostUIDLabel: string(host.UID)}}}
 	g.Expect(workload.Client.Create(ctx, node)).To(Succeed())
 	want := "metal3://" + nsTenantA + "/" + host.Name + "/" + m3m.Name
 	g.Eventually(func() (string, error) {

@@ -33,6 +33,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/remediation"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
@@ -124,7 +125,7 @@ func TestNodeLookupOfMachineAndRemediation(t *testing.T) {
 					node.Spec.ProviderID = "metal3://" + ns + "/" + p + "-host/" + p + "-earlier"
 				}
 				if spec.hostUID {
-					node.Labels[workload.HostUIDLabel] = string(hostUID)
+					node.Labels[pool.HostUIDLabel] = string(hostUID)
 				}
 				if spec.hostname {
 					node.Labels[corev1.LabelHostname] = p + "-host"

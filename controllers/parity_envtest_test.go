@@ -33,6 +33,7 @@ import (
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
+	hostpool "github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
@@ -98,7 +99,7 @@ func TestNodeFoundByHostname(t *testing.T) {
 
 	// Another Node, of another host, must not be taken for it.
 	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{
-		corev1.LabelHostname: host.Name, workload.HostUIDLabel: "someone-else"}}}
+		corev1.LabelHostname: host.Name, hostpool.HostUIDLabel: "someone-else"}}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-by-hostname", Labels: map[string]string{
 		corev1.LabelHostname: host.Name}}}
 	g.Expect(workloadEnv.Client.Create(ctx, other)).To(Succeed())
@@ -150,7 +151,7 @@ func TestLabelSyncThroughIdentity(t *testing.T) {
 
 	// The node boots and registers; someone labels it outside the prefixes.
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Labels: map[string]string{
-		workload.HostUIDLabel: string(host.UID), "other.io/zone": "z1", "example.com.evil/rack": "keep"}}}
+		hostpool.HostUIDLabel: string(host.UID), "other.io/zone": "z1", "example.com.evil/rack": "keep"}}}
 	g.Expect(workloadEnv.Client.Create(ctx, node)).To(Succeed())
 	nodeLabels := func(g Gomega) map[string]string {
 		g.Expect(workloadEnv.Client.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())

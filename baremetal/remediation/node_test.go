@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 )
 
@@ -52,21 +53,21 @@ func TestFindNode(t *testing.T) {
 		want  string
 	}{
 		{name: "by providerID, when no Node has the host's label", want: "by-id", nodes: []client.Object{
-			workloadNode("other", "", map[string]string{workload.HostUIDLabel: "other-uid"}), workloadNode("by-id", providerID, nil),
+			workloadNode("other", "", map[string]string{pool.HostUIDLabel: "other-uid"}), workloadNode("by-id", providerID, nil),
 		}},
 		{name: "the labelled Node that carries the providerID", want: "by-id", nodes: []client.Object{
-			workloadNode("by-label", "", map[string]string{workload.HostUIDLabel: "host-uid"}),
-			workloadNode("by-id", providerID, map[string]string{workload.HostUIDLabel: "host-uid"}),
+			workloadNode("by-label", "", map[string]string{pool.HostUIDLabel: "host-uid"}),
+			workloadNode("by-id", providerID, map[string]string{pool.HostUIDLabel: "host-uid"}),
 		}},
 		{name: "by the host's UID before the Node has its providerID", want: "by-label", nodes: []client.Object{
-			workloadNode("by-label", "", map[string]string{workload.HostUIDLabel: "host-uid"}),
-			workloadNode("other", "metal3://pool/host-1/worker-1", map[string]string{workload.HostUIDLabel: "other-uid"}),
+			workloadNode("by-label", "", map[string]string{pool.HostUIDLabel: "host-uid"}),
+			workloadNode("other", "metal3://pool/host-1/worker-1", map[string]string{pool.HostUIDLabel: "other-uid"}),
 		}},
 		{name: "an earlier machine's Node on the same host is not this one's", want: "by-label", nodes: []client.Object{
-			workloadNode("earlier", "metal3://pool/host-0/worker-old", map[string]string{workload.HostUIDLabel: "host-uid"}),
-			workloadNode("by-label", "", map[string]string{workload.HostUIDLabel: "host-uid"}),
+			workloadNode("earlier", "metal3://pool/host-0/worker-old", map[string]string{pool.HostUIDLabel: "host-uid"}),
+			workloadNode("by-label", "", map[string]string{pool.HostUIDLabel: "host-uid"}),
 		}},
-		{name: "none", nodes: []client.Object{workloadNode("other", "", map[string]string{workload.HostUIDLabel: "other-uid"})}},
+		{name: "none", nodes: []client.Object{workloadNode("other", "", map[string]string{pool.HostUIDLabel: "other-uid"})}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,13 +101,13 @@ func TestUnreachableWorkload(t *testing.T) {
 // one had and it lacks is added.
 func TestRestoreNode(t *testing.T) {
 	ctx := context.Background()
-	registered := workloadNode("host-0", "", map[string]string{workload.HostUIDLabel: "host-uid", "zone": "b"})
+	registered := workloadNode("host-0", "", map[string]string{pool.HostUIDLabel: "host-uid", "zone": "b"})
 	registered.Annotations = map[string]string{"kubelet": "new"}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(registered).Build()
 	nodes := WorkloadNodes(func(context.Context) (client.Client, error) { return c, nil }, query)
 	backup := NodeBackup{
 		NodeUID:     "old",
-		Labels:      map[string]string{"zone": "a", "role": "db", workload.HostUIDLabel: "host-uid"},
+		Labels:      map[string]string{"zone": "a", "role": "db", pool.HostUIDLabel: "host-uid"},
 		Annotations: map[string]string{"kubelet": "old", "owner": "team-a"},
 	}
 	if err := nodes.Restore(ctx, registered.DeepCopy(), backup); err != nil {
@@ -116,7 +117,7 @@ func TestRestoreNode(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "host-0"}, got); err != nil {
 		t.Fatal(err)
 	}
-	wantLabels := map[string]string{workload.HostUIDLabel: "host-uid", "zone": "b", "role": "db"}
+	wantLabels := map[string]string{pool.HostUIDLabel: "host-uid", "zone": "b", "role": "db"}
 	wantAnnotations := map[string]string{"kubelet": "new", "owner": "team-a"}
 	if !maps.Equal(got.Labels, wantLabels) || !maps.Equal(got.Annotations, wantAnnotations) {
 		t.Fatalf("labels %v, annotations %v; want %v, %v", got.Labels, got.Annotations, wantLabels, wantAnnotations)

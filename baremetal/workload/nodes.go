@@ -34,13 +34,11 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 const (
-	// HostUIDLabel is the label the node's image sets from the host's
-	// metadata (metal3.io/uuid = BareMetalHost UID): how a Node is matched
-	// to its host when no cloud provider does it.
-	HostUIDLabel = "metal3.io/uuid"
 	// LabelSyncPrefixesAnnotation, on a Metal3Cluster, lists the label
 	// prefixes (comma-separated) kept in sync from each host to its Node.
 	LabelSyncPrefixesAnnotation = "metal3.io/metal3-label-sync-prefixes"
@@ -94,10 +92,10 @@ func FindNode(ctx context.Context, c client.Reader, q NodeQuery) (*corev1.Node, 
 	}
 	if q.HostUID != "" {
 		nodes := &corev1.NodeList{}
-		if err := c.List(ctx, nodes, client.MatchingLabels{HostUIDLabel: q.HostUID}); err != nil {
-			return nil, fmt.Errorf("list Nodes labelled %s=%s: %w", HostUIDLabel, q.HostUID, err)
+		if err := c.List(ctx, nodes, client.MatchingLabels{pool.HostUIDLabel: q.HostUID}); err != nil {
+			return nil, fmt.Errorf("list Nodes labelled %s=%s: %w", pool.HostUIDLabel, q.HostUID, err)
 		}
-		if node, err := one(q.candidates(nodes.Items), HostUIDLabel+"="+q.HostUID); node != nil || err != nil {
+		if node, err := one(q.candidates(nodes.Items), pool.HostUIDLabel+"="+q.HostUID); node != nil || err != nil {
 			return node, err
 		}
 	}
@@ -117,7 +115,7 @@ func FindNode(ctx context.Context, c client.Reader, q NodeQuery) (*corev1.Node, 
 		var matches []corev1.Node
 		for _, n := range q.candidates(nodes.Items) {
 			// A Node labelled for another host is that host's, whatever its name.
-			if uid, labelled := n.Labels[HostUIDLabel]; labelled && uid != q.HostUID {
+			if uid, labelled := n.Labels[pool.HostUIDLabel]; labelled && uid != q.HostUID {
 				continue
 			}
 			matches = append(matches, n)

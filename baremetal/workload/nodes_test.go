@@ -27,6 +27,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 func node(name, providerID string, labels map[string]string) *corev1.Node {
@@ -35,7 +37,7 @@ func node(name, providerID string, labels map[string]string) *corev1.Node {
 
 func TestFindNode(t *testing.T) {
 	const ours, earlier = "metal3://pool/host-0/worker-1", "metal3://pool/host-0/worker-0"
-	uid := map[string]string{HostUIDLabel: "host-0-uid"}
+	uid := map[string]string{pool.HostUIDLabel: "host-0-uid"}
 	query := NodeQuery{ProviderID: ours, HostUID: "host-0-uid", Hostnames: []string{"host-0"}}
 	tests := []struct {
 		name      string
@@ -59,7 +61,7 @@ func TestFindNode(t *testing.T) {
 		{name: "by hostname when no Node has the label", query: query, want: "host-0",
 			nodes: []client.Object{node("host-0", "", map[string]string{corev1.LabelHostname: "host-0"})}},
 		{name: "a Node labelled for another host is not ours by hostname", query: query,
-			nodes: []client.Object{node("host-0", "", map[string]string{corev1.LabelHostname: "host-0", HostUIDLabel: "other"})}},
+			nodes: []client.Object{node("host-0", "", map[string]string{corev1.LabelHostname: "host-0", pool.HostUIDLabel: "other"})}},
 		{name: "a host name that is no label value is skipped", query: NodeQuery{HostUID: "x", Hostnames: []string{"Not A Label Value!"}}},
 		{name: "by providerID alone, as a kubelet started with --provider-id registers", query: query, want: "kubelet",
 			nodes: []client.Object{node("kubelet", ours, nil), node("other", earlier, nil)}},

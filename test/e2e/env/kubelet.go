@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
@@ -200,7 +200,7 @@ func (k *kubelet) syncNodes(ctx context.Context) {
 		return
 	}
 	nodes := &corev1.NodeList{}
-	if err := k.workload.List(ctx, nodes, client.HasLabels{controllers.HostUIDNodeLabel}); err != nil {
+	if err := k.workload.List(ctx, nodes, client.HasLabels{pool.HostUIDLabel}); err != nil {
 		return
 	}
 	for i := range nodes.Items {
@@ -219,14 +219,14 @@ func (k *kubelet) registerNode(ctx context.Context, host *bmov1alpha1.BareMetalH
 	case apierrors.IsNotFound(err):
 		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name:   host.Name,
-			Labels: map[string]string{controllers.HostUIDNodeLabel: string(metadataUUID(host))},
+			Labels: map[string]string{pool.HostUIDLabel: string(metadataUUID(host))},
 		}}
 		if err := k.workload.Create(ctx, node); err != nil {
 			return
 		}
 	case err != nil:
 		return
-	case node.Labels[controllers.HostUIDNodeLabel] != string(metadataUUID(host)):
+	case node.Labels[pool.HostUIDLabel] != string(metadataUUID(host)):
 		// Another host of the same name (another pool namespace): its node
 		// was registered first.
 		return
