@@ -34,8 +34,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 // Range is a duration drawn at random between Min and Max.

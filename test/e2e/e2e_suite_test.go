@@ -40,8 +40,8 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 var (

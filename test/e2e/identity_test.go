@@ -30,8 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 var _ = Describe("A machine pool with its own identityRef", func() {

@@ -32,8 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
-	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 // pivotHost is what a host is provisioned with, by name: the Secrets'

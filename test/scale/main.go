@@ -37,8 +37,8 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/chaos"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 type options struct {

@@ -35,8 +35,8 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 const (
