@@ -78,10 +78,7 @@ type Metal3ClusterReconciler struct {
 // SetupWithManager registers the controller.
 func (r *Metal3ClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx)
-	b := ctrl.NewControllerManagedBy(mgr).
-		For(&infrav1.Metal3Cluster{}).
-		WithOptions(options).
-		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+	b := controllerFor(mgr, &infrav1.Metal3Cluster{}, options, log, r.WatchFilterValue).
 		Watches(&clusterv1.Cluster{},
 			handler.EnqueueRequestsFromMapFunc(util.ClusterToInfrastructureMapFunc(ctx,
 				infrav1.GroupVersion.WithKind("Metal3Cluster"), mgr.GetClient(), &infrav1.Metal3Cluster{})),

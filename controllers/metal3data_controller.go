@@ -83,10 +83,7 @@ func (r *Metal3DataReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Ma
 	if err != nil {
 		return err
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		For(&infrav1.Metal3Data{}).
-		WithOptions(options).
-		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+	b := controllerFor(mgr, &infrav1.Metal3Data{}, options, log, r.WatchFilterValue).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToData),
 			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log))).
 		// A machine's association (its host annotation) and the labels and

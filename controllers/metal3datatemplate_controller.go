@@ -63,10 +63,7 @@ type Metal3DataTemplateReconciler struct {
 // SetupWithManager registers the controller.
 func (r *Metal3DataTemplateReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx)
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&infrav1.Metal3DataTemplate{}).
-		WithOptions(options).
-		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+	return controllerFor(mgr, &infrav1.Metal3DataTemplate{}, options, log, r.WatchFilterValue).
 		Watches(&infrav1.Metal3DataClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []ctrl.Request {
 			claim, ok := obj.(*infrav1.Metal3DataClaim)
 			if !ok || claim.Spec.Template.Name == "" {

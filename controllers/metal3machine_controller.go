@@ -96,10 +96,7 @@ func (r *Metal3MachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if err != nil {
 		return err
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		For(&infrav1.Metal3Machine{}).
-		WithOptions(options).
-		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+	b := controllerFor(mgr, &infrav1.Metal3Machine{}, options, log, r.WatchFilterValue).
 		// Pause and unpause, and the cluster's infrastructure becoming
 		// provisioned, which machines wait for.
 		Watches(&clusterv1.Cluster{},

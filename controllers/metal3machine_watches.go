@@ -28,6 +28,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
@@ -40,21 +41,28 @@ import (
 // its identity's Secret, and its host, through the watch the identity
 // cache runs on the hosts' cluster for each identity.
 
-// hostWatcher is the Metal3Machine controller's watch on the hosts of id:
-// its BareMetalHosts, or in HostClaim mode its HostClaims. The identity
-// cache starts it once per connection of the identity, on the cluster
-// where the hosts are; the in-cluster identity's runs on the manager's
-// cache.
+// hostWatcher is the Metal3Machine controller's watch on the hosts of id.
+// The identity cache starts it once per connection of the identity, on
+// the cluster where the hosts are; the in-cluster identity's runs on the
+// manager's cache.
 func (r *Metal3MachineReconciler) hostWatcher(id identity.Identity) hostaccess.Watcher {
-	name, kind := "metal3machine-hosts", client.Object(&bmov1alpha1.BareMetalHost{})
+	return modeHostWatcher("metal3machine", r.controller, id, r.hostToMetal3Machine(id.Key))
+}
+
+// modeHostWatcher is a controller's watch on what stands for the hosts in
+// id's host mode: its BareMetalHosts, or in HostClaim mode its HostClaims,
+// named "<controller>-hosts" or "<controller>-hostclaims", each event
+// mapped to requests by toRequests.
+func modeHostWatcher(controllerName string, c controller.Controller, id identity.Identity, toRequests handler.MapFunc) hostaccess.Watcher {
+	name, kind := controllerName+"-hosts", client.Object(&bmov1alpha1.BareMetalHost{})
 	if id.UsesHostClaims() {
-		name, kind = "metal3machine-hostclaims", &bmov1alpha1.HostClaim{}
+		name, kind = controllerName+"-hostclaims", &bmov1alpha1.HostClaim{}
 	}
 	return hostaccess.NewWatcher(hostaccess.WatcherOptions{
 		Name:         name,
-		Watcher:      r.controller,
+		Watcher:      c,
 		Kind:         kind,
-		EventHandler: handler.EnqueueRequestsFromMapFunc(r.hostToMetal3Machine(id.Key)),
+		EventHandler: handler.EnqueueRequestsFromMapFunc(toRequests),
 	})
 }
 

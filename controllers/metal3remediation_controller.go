@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"time"
 
-	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -88,10 +87,7 @@ func (r *Metal3RemediationReconciler) SetupWithManager(ctx context.Context, mgr 
 	if err != nil {
 		return err
 	}
-	c, err := ctrl.NewControllerManagedBy(mgr).
-		For(&infrav1.Metal3Remediation{}).
-		WithOptions(options).
-		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+	c, err := controllerFor(mgr, &infrav1.Metal3Remediation{}, options, log, r.WatchFilterValue).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToRemediations),
 			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log))).
 		// The Machine's health (when to retry or give up) and its deletion.
@@ -299,16 +295,7 @@ func (r *Metal3RemediationReconciler) workloadClient(cluster client.ObjectKey) r
 // BareMetalHosts, or in HostClaim mode its HostClaims), which the identity
 // cache runs on the cluster where they are.
 func (r *Metal3RemediationReconciler) hostWatcher(id identity.Identity) hostaccess.Watcher {
-	name, kind := "metal3remediation-hosts", client.Object(&bmov1alpha1.BareMetalHost{})
-	if id.UsesHostClaims() {
-		name, kind = "metal3remediation-hostclaims", &bmov1alpha1.HostClaim{}
-	}
-	return hostaccess.NewWatcher(hostaccess.WatcherOptions{
-		Name:         name,
-		Watcher:      r.controller,
-		Kind:         kind,
-		EventHandler: handler.EnqueueRequestsFromMapFunc(r.hostToRemediation(id.Key)),
-	})
+	return modeHostWatcher("metal3remediation", r.controller, id, r.hostToRemediation(id.Key))
 }
 
 // hostToRemediation maps a host seen through key to the remediation of the

@@ -17,9 +17,16 @@ limitations under the License.
 package controllers
 
 import (
+	"github.com/go-logr/logr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/predicates"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // clusterCreated passes the creation of a Cluster only, for objects that
@@ -29,4 +36,15 @@ var clusterCreated = predicate.Funcs{
 	UpdateFunc:  func(event.UpdateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// controllerFor starts the builder of a controller of obj's kind, as every
+// controller of this package starts: the manager's options, and only the
+// objects carrying the watch-filter label (Cluster API's
+// --watch-filter) when one is set.
+func controllerFor(mgr ctrl.Manager, obj client.Object, options controller.Options, log logr.Logger, watchFilterValue string) *builder.TypedBuilder[reconcile.Request] {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(obj).
+		WithOptions(options).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, watchFilterValue))
 }
