@@ -393,6 +393,18 @@ func (m *bmhBinding) Pause(ctx context.Context, view *Host, paused bool) error {
 	return m.patchHost(ctx, host, updated)
 }
 
+// cachedThenLive finds what a releasing machine is bound to with find,
+// through access's cache first; when the cache shows nothing (or not the
+// record's object), live: the cache may lag behind a claim or a release,
+// and only a live read may let the machine go.
+func cachedThenLive[T any](access hostaccess.HostAccess, find func(client.Reader) (*T, error)) (*T, error) {
+	found, err := find(access.Client())
+	if errors.Is(err, ErrHostNotFound) || (err == nil && found == nil) {
+		return find(access.Reader())
+	}
+	return found, err
+}
+
 // setOwnPause sets or clears the provider's pause (annotation key, value
 // pausedByUs) on obj; a pause someone else set is never cleared. It
 // reports whether obj changed.
@@ -440,12 +452,9 @@ func (m *bmhBinding) patchHost(ctx context.Context, host, updated *bmov1alpha1.B
 // machine waits (ErrHostNotFound) until it is found, or until an operator
 // says it is lost (HostLostAnnotation).
 func (m *bmhBinding) Release(ctx context.Context) (bool, error) {
-	host, err := m.host(ctx, m.Access.Client())
-	if errors.Is(err, ErrHostNotFound) || (err == nil && host == nil) {
-		// The cache may lag behind a claim or a release: only a live read
-		// may let the machine go.
-		host, err = m.host(ctx, m.Access.Reader())
-	}
+	host, err := cachedThenLive(m.Access, func(reader client.Reader) (*bmov1alpha1.BareMetalHost, error) {
+		return m.host(ctx, reader)
+	})
 	switch {
 	case errors.Is(err, ErrHostNotFound):
 		return m.releaseNotFound(ctx, err)

@@ -450,12 +450,9 @@ func (m *claimBinding) Pause(ctx context.Context, view *Host, paused bool) error
 // The claim is found by its consumerRef (findClaim), whatever the
 // machine's annotation says.
 func (m *claimBinding) Release(ctx context.Context) (bool, error) {
-	claim, err := m.recordedClaim(ctx)
-	if errors.Is(err, ErrHostNotFound) || (err == nil && claim == nil) {
-		// The cache may lag behind the claim's creation or deletion: only
-		// a live read may let the machine go.
-		claim, err = m.findClaim(ctx, m.Access.Reader())
-	}
+	claim, err := cachedThenLive(m.Access, func(reader client.Reader) (*bmov1alpha1.HostClaim, error) {
+		return m.findClaim(ctx, reader)
+	})
 	switch {
 	case errors.Is(err, ErrHostNotFound):
 		return m.releaseGoneClaim(ctx, err)
