@@ -20,6 +20,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -142,7 +143,7 @@ func parse(data []byte, contextName string) (*Kubeconfig, error) {
 	kctx, ok := cfg.Contexts[chosen]
 	if !ok || kctx == nil {
 		return nil, newError(ReasonContextNotFound, true, nil,
-			"context %q is not in the kubeconfig (it has: %s)", chosen, strings.Join(sortedKeys(cfg.Contexts), ", "))
+			"context %q is not in the kubeconfig (it has: %s)", chosen, strings.Join(slices.Sorted(maps.Keys(cfg.Contexts)), ", "))
 	}
 	cluster, ok := cfg.Clusters[kctx.Cluster]
 	if !ok || cluster == nil {
@@ -243,15 +244,6 @@ func applyUser(name string, user *clientcmdapi.AuthInfo, cfg *rest.Config) error
 		Extra:    user.ImpersonateUserExtra,
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // invalidField reports a kubeconfig field that cannot be used.

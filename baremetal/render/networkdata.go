@@ -20,6 +20,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -116,7 +118,7 @@ func (b bondLink) MarshalJSON() ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	buf.Write(fixed[:len(fixed)-1])
-	for _, k := range sortedKeys(b.parameters) {
+	for _, k := range slices.Sorted(maps.Keys(b.parameters)) {
 		key, err := json.Marshal(k)
 		if err != nil {
 			return nil, err
@@ -285,7 +287,7 @@ func (n *networkData) links(path *field.Path, links *infrav1.NetworkDataLinks) {
 			n.linkRef(p.Child("bondLinks").Index(j), member)
 		}
 		params := map[string]json.RawMessage{}
-		for _, k := range sortedKeys(b.Parameters) {
+		for _, k := range slices.Sorted(maps.Keys(b.Parameters)) {
 			pp := p.Child("parameters").Key(k)
 			if bondFixedKeys[k] {
 				n.fail(field.Forbidden(pp, "is written from the bond's own fields"))

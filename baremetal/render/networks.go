@@ -19,7 +19,6 @@ package render
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -257,15 +256,4 @@ func (n *networkData) networks(path *field.Path, nets *infrav1.NetworkDataNetwor
 	for i, e := range nets.IPv6SLAAC {
 		n.dynamicNetwork(path.Child("ipv6SLAAC").Index(i), e.ID, e.Link, "ipv6_slaac", ipv6Routes(e.Routes), ipv6)
 	}
-}
-
-// sortedKeys returns a map's keys in order, for output that does not depend
-// on map iteration.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -26,10 +26,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -340,7 +342,7 @@ func (r *report) association(results []associationResult) {
 
 func watchesString(w map[string]int) string {
 	var parts []string
-	for _, k := range sortedKeys(w) {
+	for _, k := range slices.Sorted(maps.Keys(w)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, w[k]))
 	}
 	return strings.Join(parts, ", ")
