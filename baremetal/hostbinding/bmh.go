@@ -370,16 +370,22 @@ func (m *bmhBinding) Sync(ctx context.Context, view *Host) (bool, error) {
 	if host.Status.Provisioning.State != bmov1alpha1.StateProvisioned {
 		return false, nil
 	}
-	// Once set, the provider ID stays: Cluster API copied it onto the
-	// Machine and the Node carries it. One upstream CAPM3 recorded (its
-	// legacy metal3://<host UID>, or a cloud provider's) is kept.
+	m.publish(view)
+	return true, nil
+}
+
+// publish gives the machine what its provisioned host tells: its provider
+// ID, addresses and failure domain. Once set, the provider ID stays: Cluster
+// API copied it onto the Machine and the Node carries it. One upstream
+// CAPM3 recorded (its legacy metal3://<host UID>, or a cloud provider's) is
+// kept.
+func (m *machineSide) publish(view *Host) {
 	if m.M3Machine.Spec.ProviderID == nil || *m.M3Machine.Spec.ProviderID == "" {
 		providerID := view.ProviderID(m.M3Machine)
 		m.M3Machine.Spec.ProviderID = &providerID
 	}
 	m.M3Machine.Status.Addresses = view.Addresses()
 	m.M3Machine.Status.FailureDomain = view.FailureDomain()
-	return true, nil
 }
 
 // Pause implements Binding with the Bare Metal Operator's pause annotation,

@@ -423,10 +423,7 @@ func (m *claimBinding) Sync(ctx context.Context, view *Host) (bool, error) {
 	if !view.Provisioned() {
 		return false, nil
 	}
-	providerID := view.ProviderID(m.M3Machine)
-	m.M3Machine.Spec.ProviderID = &providerID
-	m.M3Machine.Status.Addresses = view.Addresses()
-	m.M3Machine.Status.FailureDomain = view.FailureDomain()
+	m.publish(view)
 	return true, nil
 }
 
