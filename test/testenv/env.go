@@ -19,6 +19,7 @@ package testenv
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -121,4 +122,16 @@ func (e *Env) WriteKubeconfig(t T) string {
 		t.Fatalf("write kubeconfig: %v", err)
 	}
 	return path
+}
+
+// addUserMu serialises AddUser: envtest's certificate authority is not
+// safe for concurrent use (each certificate increments a shared serial
+// number), and parallel tests add users to the servers they share.
+var addUserMu sync.Mutex
+
+// AddUser is envtest's AddUser, safe for concurrent use.
+func (e *Env) AddUser(user envtest.User, baseConfig *rest.Config) (*envtest.AuthenticatedUser, error) {
+	addUserMu.Lock()
+	defer addUserMu.Unlock()
+	return e.Environment.AddUser(user, baseConfig)
 }
