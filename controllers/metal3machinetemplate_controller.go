@@ -22,6 +22,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/annotations"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -53,6 +54,14 @@ func (r *Metal3MachineTemplateReconciler) Reconcile(ctx context.Context, req ctr
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !template.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	// A paused template changes no machine, as upstream CAPM3's; removing
+	// the annotation is an update of the template, which brings the next
+	// reconcile.
+	if annotations.HasPaused(template) {
+		ctrl.LoggerFrom(ctx).Info("The Metal3MachineTemplate is paused: its automatedCleaningMode reaches its machines once the annotation is removed",
+			"annotation", clusterv1.PausedAnnotation)
 		return ctrl.Result{}, nil
 	}
 	machines := &infrav1.Metal3MachineList{}

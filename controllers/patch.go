@@ -30,7 +30,8 @@ package controllers
 //  5. reconcileDelete or reconcileNormal.
 //
 // Metal3ClusterIdentity has no Cluster, pause nor finalizer (steps 1, 4, 5);
-// Metal3MachineTemplate only copies a field to machines (steps 1, 5).
+// Metal3MachineTemplate only copies a field to machines (steps 1, 2 on its own
+// paused annotation, as upstream CAPM3, and 5).
 
 import (
 	"context"
