@@ -31,12 +31,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
@@ -95,7 +96,7 @@ type DataManager struct {
 // tenant's node boots with.
 func (m *DataManager) input() render.Input {
 	return render.Input{
-		Template: &m.Template.Spec, Index: m.Data.Spec.Index, Namespace: m.Data.Namespace,
+		Template: &m.Template.Spec, Index: int(dataIndex(m.Data)), Namespace: m.Data.Namespace,
 		Machine: m.Machine, Metal3Machine: m.Metal3Machine, Host: &render.Host{
 			Namespace: m.Host.Namespace, Name: m.Host.Name, Labels: m.Host.Labels, Annotations: m.Host.Annotations,
 			Hardware: m.Host.Hardware, BootMACAddress: m.Host.BootMACAddress,
@@ -145,8 +146,8 @@ func (m *DataManager) Reconcile(ctx context.Context) error {
 	}
 	now := metav1.Now()
 	m.Data.Status.LastUpdated = &now
-	m.Data.Status.ErrorMessage = nil
-	m.Data.Status.Ready = true
+	m.Data.Status.ErrorMessage = ""
+	m.Data.Status.Ready = ptr.To(true)
 	return nil
 }
 
@@ -174,7 +175,7 @@ func (m *DataManager) DeleteHostSecrets(ctx context.Context) error {
 		}
 	}
 	m.Data.Status.MetaData, m.Data.Status.NetworkData = nil, nil
-	m.Data.Status.Ready = false
+	m.Data.Status.Ready = ptr.To(false)
 	return nil
 }
 

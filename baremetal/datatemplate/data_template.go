@@ -22,17 +22,17 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/internal/readiness"
 )
 
@@ -56,7 +56,21 @@ func (m *DataTemplateManager) inIndexSpace(data *infrav1.Metal3Data) bool {
 	if ref := m.Template.Spec.TemplateReference; ref != "" {
 		return data.Spec.TemplateReference == ref
 	}
-	return data.Spec.Template.Name == m.Template.Name
+	return refName(data.Spec.Template) == m.Template.Name
+}
+
+// refName is the name ref points at, "" when there is none.
+func refName(ref *infrav1.Metal3ObjectRef) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.Name
+}
+
+// dataIndex is data's index in its template; an unset index is 0, as it was
+// when the field was not a pointer.
+func dataIndex(data *infrav1.Metal3Data) int32 {
+	return ptr.Deref(data.Spec.Index, 0)
 }
 
 // SetClusterOwner makes cluster, the template's Cluster (spec.clusterName)
@@ -104,22 +118,22 @@ func (m *DataTemplateManager) AllocateIndexes(ctx context.Context) (int, error) 
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	used := map[int]bool{}
+	used := map[int32]bool{}
 	byClaim := map[string]*infrav1.Metal3Data{}
 	for i := range datas.Items {
 		data := &datas.Items[i]
 		if m.inIndexSpace(data) {
-			used[data.Spec.Index] = true
-			byClaim[data.Spec.Claim.Name] = data
+			used[dataIndex(data)] = true
+			byClaim[refName(data.Spec.Claim)] = data
 		}
 	}
 	live := map[string]bool{}
-	indexes := map[string]int{}
+	var indexes []infrav1.IndexEntry
 	releasing := 0
-	nextFree := 0
+	var nextFree int32
 	for i := range claims.Items {
 		claim := &claims.Items[i]
-		if claim.Spec.Template.Name != m.Template.Name {
+		if refName(claim.Spec.Template) != m.Template.Name {
 			continue
 		}
 		data := byClaim[claim.Name]
@@ -148,7 +162,7 @@ func (m *DataTemplateManager) AllocateIndexes(ctx context.Context) (int, error) 
 			used[nextFree] = true
 			data = created
 		}
-		indexes[claim.Name] = data.Spec.Index
+		indexes = append(indexes, infrav1.IndexEntry{Name: claim.Name, Index: ptr.To(dataIndex(data))})
 		if err := m.reportToClaim(ctx, claim, data); err != nil {
 			return 0, err
 		}
@@ -156,19 +170,21 @@ func (m *DataTemplateManager) AllocateIndexes(ctx context.Context) (int, error) 
 	// Data whose claim vanished without its finalizer (e.g. force-removed)
 	// must not keep its index forever.
 	for name, data := range byClaim {
-		if !live[name] && data.Spec.Template.Name == m.Template.Name && data.DeletionTimestamp.IsZero() {
+		if !live[name] && refName(data.Spec.Template) == m.Template.Name && data.DeletionTimestamp.IsZero() {
 			if err := m.Client.Delete(ctx, data); client.IgnoreNotFound(err) != nil {
 				return 0, fmt.Errorf("delete orphaned Metal3Data %s: %w", data.Name, err)
 			}
 		}
 	}
+	// By claim name, the order the map of v1beta1 was written in.
+	slices.SortFunc(indexes, func(a, b infrav1.IndexEntry) int { return strings.Compare(a.Name, b.Name) })
 	m.Template.Status.Indexes = indexes
 	now := metav1.Now()
 	m.Template.Status.LastUpdated = &now
 	return releasing, nil
 }
 
-func (m *DataTemplateManager) createData(ctx context.Context, claim *infrav1.Metal3DataClaim, index int) (*infrav1.Metal3Data, error) {
+func (m *DataTemplateManager) createData(ctx context.Context, claim *infrav1.Metal3DataClaim, index int32) (*infrav1.Metal3Data, error) {
 	data := &infrav1.Metal3Data{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: m.Template.Namespace,
@@ -176,16 +192,10 @@ func (m *DataTemplateManager) createData(ctx context.Context, claim *infrav1.Met
 			Labels:    claim.Labels,
 		},
 		Spec: infrav1.Metal3DataSpec{
-			Index:             index,
+			Index:             ptr.To(index),
 			TemplateReference: m.Template.Spec.TemplateReference,
-			Template: corev1.ObjectReference{
-				APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3DataTemplate",
-				Namespace: m.Template.Namespace, Name: m.Template.Name, UID: m.Template.UID,
-			},
-			Claim: corev1.ObjectReference{
-				APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3DataClaim",
-				Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID,
-			},
+			Template:          &infrav1.Metal3ObjectRef{Namespace: m.Template.Namespace, Name: m.Template.Name},
+			Claim:             &infrav1.Metal3ObjectRef{Namespace: claim.Namespace, Name: claim.Name},
 		},
 	}
 	for _, owner := range []client.Object{m.Template, claim} {
@@ -237,10 +247,7 @@ func (m *DataTemplateManager) ensureClaimFinalizer(ctx context.Context, claim *i
 // Metal3Machine reads. The claim's status has this one writer.
 func (m *DataTemplateManager) reportToClaim(ctx context.Context, claim *infrav1.Metal3DataClaim, data *infrav1.Metal3Data) error {
 	updated := claim.DeepCopy()
-	updated.Status.RenderedData = &corev1.ObjectReference{
-		APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Data",
-		Namespace: data.Namespace, Name: data.Name, UID: data.UID,
-	}
+	updated.Status.RenderedData = &infrav1.Metal3ObjectRef{Namespace: data.Namespace, Name: data.Name}
 	updated.Status.ErrorMessage = data.Status.ErrorMessage
 	if err := setClaimConditions(updated, data); err != nil {
 		return err
@@ -270,7 +277,7 @@ func setClaimConditions(claim *infrav1.Metal3DataClaim, data *infrav1.Metal3Data
 		if rendered != nil {
 			message = rendered.Message
 		}
-		if data.Status.ErrorMessage != nil {
+		if data.Status.ErrorMessage != "" {
 			dataReady.Reason = infrav1.Metal3DataClaimDataFailedReason
 		}
 		dataReady.Message = fmt.Sprintf("Metal3Data %s: %s", data.Name, message)
@@ -292,7 +299,7 @@ func (m *DataTemplateManager) DataRemaining(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, data := range datas.Items {
-		if data.Spec.Template.Name == m.Template.Name {
+		if refName(data.Spec.Template) == m.Template.Name {
 			n++
 		}
 	}

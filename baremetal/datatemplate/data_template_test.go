@@ -19,21 +19,23 @@ package datatemplate
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 func dataScheme(t *testing.T) *runtime.Scheme {
@@ -54,19 +56,28 @@ func claim(name string, age time.Duration) *infrav1.Metal3DataClaim {
 			Namespace: "tenant-a", Name: name, UID: k8stypes.UID("uid-" + name),
 			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(-age)),
 		},
-		Spec: infrav1.Metal3DataClaimSpec{Template: corev1.ObjectReference{Name: "nodes"}},
+		Spec: infrav1.Metal3DataClaimSpec{Template: &infrav1.Metal3ObjectRef{Name: "nodes"}},
 	}
 }
 
-func dataFor(claimName string, index int) *infrav1.Metal3Data {
+func dataFor(claimName string, index int32) *infrav1.Metal3Data {
 	return &infrav1.Metal3Data{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: fmt.Sprintf("nodes-%d", index)},
 		Spec: infrav1.Metal3DataSpec{
-			Index:    index,
-			Template: corev1.ObjectReference{Name: "nodes"},
-			Claim:    corev1.ObjectReference{Name: claimName},
+			Index:    ptr.To(index),
+			Template: &infrav1.Metal3ObjectRef{Name: "nodes"},
+			Claim:    &infrav1.Metal3ObjectRef{Name: claimName},
 		},
 	}
+}
+
+// indexMap is status.indexes as the map it was before v1beta2.
+func indexMap(entries []infrav1.IndexEntry) map[string]int32 {
+	out := map[string]int32{}
+	for _, e := range entries {
+		out[e.Name] = ptr.Deref(e.Index, -1)
+	}
+	return out
 }
 
 // TestAllocateIndexes: claims get the lowest free indexes in the order
@@ -77,20 +88,20 @@ func TestAllocateIndexes(t *testing.T) {
 		name        string
 		objects     []client.Object
 		failCreate  bool
-		wantIndexes map[string]int
+		wantIndexes map[string]int32
 		wantErr     bool
 	}{
 		{
 			name:        "in the order the claims came",
 			objects:     []client.Object{claim("c", time.Minute), claim("a", 3*time.Minute), claim("b", 2*time.Minute)},
-			wantIndexes: map[string]int{"a": 0, "b": 1, "c": 2},
+			wantIndexes: map[string]int32{"a": 0, "b": 1, "c": 2},
 		},
 		{
 			name: "existing data keep their index; a new claim fills the gap",
 			objects: []client.Object{
 				claim("a", 3*time.Minute), dataFor("a", 2), claim("b", 2*time.Minute), dataFor("b", 0), claim("c", time.Minute),
 			},
-			wantIndexes: map[string]int{"a": 2, "b": 0, "c": 1},
+			wantIndexes: map[string]int32{"a": 2, "b": 0, "c": 1},
 		},
 		{
 			name:       "a creation that fails allocates nothing",
@@ -129,8 +140,11 @@ func TestAllocateIndexes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fmt.Sprint(template.Status.Indexes) != fmt.Sprint(tt.wantIndexes) {
-				t.Fatalf("indexes %v, want %v", template.Status.Indexes, tt.wantIndexes)
+			if got := indexMap(template.Status.Indexes); fmt.Sprint(got) != fmt.Sprint(tt.wantIndexes) {
+				t.Fatalf("indexes %v, want %v", got, tt.wantIndexes)
+			}
+			if !slices.IsSortedFunc(template.Status.Indexes, func(a, b infrav1.IndexEntry) int { return strings.Compare(a.Name, b.Name) }) {
+				t.Errorf("indexes %v are not sorted by claim name", template.Status.Indexes)
 			}
 			for name, index := range tt.wantIndexes {
 				got := &infrav1.Metal3DataClaim{}

@@ -25,12 +25,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 )
 
@@ -108,10 +109,9 @@ func (m *MachineManager) EnsureDataClaim(ctx context.Context) (*infrav1.Metal3Da
 			Namespace: key.Namespace, Name: key.Name,
 			Labels: map[string]string{clusterv1.ClusterNameLabel: m.Cluster.Name},
 		},
-		Spec: infrav1.Metal3DataClaimSpec{Template: corev1.ObjectReference{
-			APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3DataTemplate",
-			Namespace: template.Namespace, Name: template.Name, UID: template.UID,
-		}},
+		Spec: infrav1.Metal3DataClaimSpec{
+			Template: &infrav1.Metal3ObjectRef{Namespace: template.Namespace, Name: template.Name},
+		},
 	}
 	if err := controllerutil.SetControllerReference(m.M3Machine, claim, m.Client.Scheme()); err != nil {
 		return nil, err
@@ -127,13 +127,13 @@ func (m *MachineManager) EnsureDataClaim(ctx context.Context) (*infrav1.Metal3Da
 // it returns an error wrapping ErrDataNotReady (or ErrDataFailed, with the
 // message naming the template field).
 func (m *MachineManager) RenderedData(ctx context.Context, claim *infrav1.Metal3DataClaim, host *hostbinding.Host) (*infrav1.Metal3Data, error) {
-	if msg := claim.Status.ErrorMessage; msg != nil && *msg != "" {
-		return nil, fmt.Errorf("%w: Metal3DataClaim %s: %s", ErrDataFailed, claim.Name, *msg)
+	if msg := claim.Status.ErrorMessage; msg != "" {
+		return nil, fmt.Errorf("%w: Metal3DataClaim %s: %s", ErrDataFailed, claim.Name, msg)
 	}
 	ref := claim.Status.RenderedData
 	if ref == nil || ref.Name == "" {
 		return nil, fmt.Errorf("%w: Metal3DataTemplate %s has not allocated Metal3DataClaim %s an index yet",
-			ErrDataNotReady, claim.Spec.Template.Name, claim.Name)
+			ErrDataNotReady, refName(claim.Spec.Template), claim.Name)
 	}
 	data := &infrav1.Metal3Data{}
 	key := types.NamespacedName{Namespace: m.M3Machine.Namespace, Name: ref.Name}
@@ -143,11 +143,8 @@ func (m *MachineManager) RenderedData(ctx context.Context, claim *infrav1.Metal3
 		}
 		return nil, fmt.Errorf("get Metal3Data %s: %w", key, err)
 	}
-	m.M3Machine.Status.RenderedData = &corev1.ObjectReference{
-		APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Data",
-		Namespace: data.Namespace, Name: data.Name, UID: data.UID,
-	}
-	if !data.Status.Ready {
+	m.M3Machine.Status.RenderedData = &infrav1.Metal3ObjectRef{Namespace: data.Namespace, Name: data.Name}
+	if !ptr.Deref(data.Status.Ready, false) {
 		msg := "not rendered yet"
 		if cond := conditions.Get(data, infrav1.Metal3DataSecretsRenderedCondition); cond != nil && cond.Message != "" {
 			msg = cond.Message

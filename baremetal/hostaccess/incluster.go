@@ -19,7 +19,7 @@ package hostaccess
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 )
 

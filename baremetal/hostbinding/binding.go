@@ -37,7 +37,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
@@ -193,8 +193,8 @@ func ProviderID(host types.NamespacedName, m3m *infrav1.Metal3Machine) string {
 // MachineProviderID is the provider ID m3m records, else the one the host
 // gives it.
 func (h *Host) MachineProviderID(m3m *infrav1.Metal3Machine) string {
-	if id := m3m.Spec.ProviderID; id != nil && *id != "" {
-		return *id
+	if id := m3m.Spec.ProviderID; id != "" {
+		return id
 	}
 	return h.ProviderID(m3m)
 }

@@ -33,7 +33,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
@@ -380,9 +380,8 @@ func (m *bmhBinding) Sync(ctx context.Context, view *Host) (bool, error) {
 // CAPM3 recorded (its legacy metal3://<host UID>, or a cloud provider's) is
 // kept.
 func (m *machineSide) publish(view *Host) {
-	if m.M3Machine.Spec.ProviderID == nil || *m.M3Machine.Spec.ProviderID == "" {
-		providerID := view.ProviderID(m.M3Machine)
-		m.M3Machine.Spec.ProviderID = &providerID
+	if m.M3Machine.Spec.ProviderID == "" {
+		m.M3Machine.Spec.ProviderID = view.ProviderID(m.M3Machine)
 	}
 	m.M3Machine.Status.Addresses = view.Addresses()
 	m.M3Machine.Status.FailureDomain = view.FailureDomain()

@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	fakeaccess "github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess/fake"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
@@ -78,7 +78,7 @@ func newBindingFixture(t *testing.T, funcs interceptor.Funcs, hosts ...client.Ob
 	scheme := testScheme(t)
 	m3m := &infrav1.Metal3Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0", UID: "uid-worker-0"},
-		Spec:       infrav1.Metal3MachineSpec{Image: infrav1.Image{URL: "http://images/node.qcow2", Checksum: "abc"}},
+		Spec:       infrav1.Metal3MachineSpec{Image: infrav1.Image{URL: "http://images/node.qcow2", Checksum: ptr.To("abc")}},
 	}
 	// The controller persists the consumer ID before binding.
 	infrav1.EnsureConsumerID(m3m)

@@ -32,10 +32,10 @@ import (
 // deprovisions without cleaning to keep its disks across an upgrade: it is
 // marked (pool.UncleanedAnnotation) so that no other cluster takes it.
 
-// setCleaningMode gives host the consumer's cleaning mode, if it chose one,
-// after recording the pool's.
-func setCleaningMode(host *bmov1alpha1.BareMetalHost, mode *string) {
-	if mode == nil || host.Spec.AutomatedCleaningMode == bmov1alpha1.AutomatedCleaningMode(*mode) {
+// setCleaningMode gives host the consumer's cleaning mode, if it chose one
+// (mode is not empty), after recording the pool's.
+func setCleaningMode(host *bmov1alpha1.BareMetalHost, mode string) {
+	if mode == "" || host.Spec.AutomatedCleaningMode == bmov1alpha1.AutomatedCleaningMode(mode) {
 		return
 	}
 	if _, recorded := host.Annotations[PoolCleaningModeAnnotation]; !recorded {
@@ -44,7 +44,7 @@ func setCleaningMode(host *bmov1alpha1.BareMetalHost, mode *string) {
 		}
 		host.Annotations[PoolCleaningModeAnnotation] = string(effectiveCleaningMode(host))
 	}
-	host.Spec.AutomatedCleaningMode = bmov1alpha1.AutomatedCleaningMode(*mode)
+	host.Spec.AutomatedCleaningMode = bmov1alpha1.AutomatedCleaningMode(mode)
 }
 
 // restorePoolCleaningMode gives host back the pool's cleaning mode, if a

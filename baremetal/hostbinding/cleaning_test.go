@@ -21,10 +21,9 @@ import (
 	"testing"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
@@ -55,7 +54,7 @@ func TestReleaseGivesThePoolItsCleaningBack(t *testing.T) {
 			host := availableHost("host-0")
 			host.Spec.AutomatedCleaningMode = tt.poolMode
 			f := newBindingFixture(t, interceptor.Funcs{}, host)
-			f.m3m.Spec.AutomatedCleaningMode = ptr.To(string(bmov1alpha1.CleaningModeDisabled))
+			f.m3m.Spec.AutomatedCleaningMode = string(bmov1alpha1.CleaningModeDisabled)
 			b := f.binding.(*bmhBinding)
 			if tt.keep {
 				b.Reuse = Reuse{Owner: "md-workers", Cluster: "tenant-a/c", Reserve: true, LiveOwners: []string{"md-workers"}}

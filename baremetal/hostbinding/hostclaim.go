@@ -28,11 +28,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
@@ -306,6 +307,7 @@ func (m *claimBinding) ensureClaim(ctx context.Context) (*bmov1alpha1.HostClaim,
 // newClaim is the claim for the machine: who it is for, and what host it
 // may be (the machine's hostSelector and failure domain).
 func (m *claimBinding) newClaim(key types.NamespacedName) *bmov1alpha1.HostClaim {
+	selector := ptr.Deref(m.M3Machine.Spec.HostSelector, infrav1.HostSelector{})
 	claim := &bmov1alpha1.HostClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: key.Namespace, Name: key.Name,
@@ -317,12 +319,10 @@ func (m *claimBinding) newClaim(key types.NamespacedName) *bmov1alpha1.HostClaim
 				Namespace: m.M3Machine.Namespace, Name: m.M3Machine.Name, UID: infrav1.ConsumerID(m.M3Machine),
 			},
 			FailureDomain: m.failureDomain(),
-			HostSelector: bmov1alpha1.HostSelector{
-				MatchLabels: m.M3Machine.Spec.HostSelector.MatchLabels,
-			},
+			HostSelector:  bmov1alpha1.HostSelector{MatchLabels: selector.MatchLabels},
 		},
 	}
-	for _, req := range m.M3Machine.Spec.HostSelector.MatchExpressions {
+	for _, req := range selector.MatchExpressions {
 		// Normalised: the claim is read by binders other than ours too
 		// (BMO's), which need not read a stored machine's "In" as "in".
 		claim.Spec.HostSelector.MatchExpressions = append(claim.Spec.HostSelector.MatchExpressions,
@@ -372,8 +372,8 @@ func (m *claimBinding) provisionClaim(ctx context.Context, claim *bmov1alpha1.Ho
 	updated := claim.DeepCopy()
 	updated.Spec.PoweredOn = true
 	updated.Spec.Image = m.image()
-	if spec := m.M3Machine.Spec.CustomDeploy; spec != nil {
-		updated.Spec.CustomDeploy = &bmov1alpha1.CustomDeploy{Method: spec.Method}
+	if method := m.M3Machine.Spec.CustomDeploy.Method; method != "" {
+		updated.Spec.CustomDeploy = &bmov1alpha1.CustomDeploy{Method: method}
 	}
 	updated.Spec.UserData = refs.userData
 	updated.Spec.MetaData, updated.Spec.NetworkData = refs.metaData, refs.networkData

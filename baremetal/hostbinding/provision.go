@@ -24,6 +24,7 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
@@ -129,7 +130,7 @@ func (m *bmhBinding) setProvisioningSpec(host *bmov1alpha1.BareMetalHost, refs h
 	if image := m.image(); image != nil {
 		host.Spec.Image = image
 	}
-	if spec.CustomDeploy != nil {
+	if spec.CustomDeploy.Method != "" {
 		host.Spec.CustomDeploy = &bmov1alpha1.CustomDeploy{Method: spec.CustomDeploy.Method}
 	}
 	host.Spec.UserData = refs.userData
@@ -149,9 +150,13 @@ func (m *machineSide) image() *bmov1alpha1.Image {
 	if spec.Image.IsZero() {
 		return nil
 	}
-	image := &bmov1alpha1.Image{URL: spec.Image.URL, Checksum: spec.Image.Checksum, DiskFormat: spec.Image.DiskFormat}
-	if spec.Image.ChecksumType != nil {
-		image.ChecksumType = bmov1alpha1.ChecksumType(*spec.Image.ChecksumType)
+	image := &bmov1alpha1.Image{
+		URL:          spec.Image.URL,
+		Checksum:     ptr.Deref(spec.Image.Checksum, ""),
+		ChecksumType: bmov1alpha1.ChecksumType(spec.Image.ChecksumType),
+	}
+	if spec.Image.DiskFormat != "" {
+		image.DiskFormat = ptr.To(spec.Image.DiskFormat)
 	}
 	return image
 }

@@ -20,8 +20,9 @@ import (
 	"slices"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/utils/ptr"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
@@ -83,7 +84,7 @@ func (r Reuse) Keeper(host *bmov1alpha1.BareMetalHost) pool.Kept {
 // that it waits for. Concurrent machines are spread over equal hosts by
 // their UID.
 func Choose(hosts []bmov1alpha1.BareMetalHost, machine *infrav1.Metal3Machine, failureDomain string, reuse Reuse) (*pool.Selection, error) {
-	sel := machine.Spec.HostSelector
+	sel := ptr.Deref(machine.Spec.HostSelector, infrav1.HostSelector{})
 	requirements := make([]pool.Requirement, 0, len(sel.MatchExpressions))
 	for _, expr := range sel.MatchExpressions {
 		requirements = append(requirements, pool.Requirement{Key: expr.Key, Operator: string(expr.Operator), Values: expr.Values})

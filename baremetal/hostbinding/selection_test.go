@@ -27,7 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
@@ -76,10 +76,10 @@ func TestChoose(t *testing.T) {
 	// Reuse of a machine of MachineDeployment "workers" of cluster
 	// tenant-a/c1, whose other owners ("md-big") still exist.
 	workersReuse := Reuse{Owner: "md-workers", Cluster: "tenant-a/c1", LiveOwners: []string{"md-workers", "md-big"}}
-	machine := func(uid string, sel infrav1.HostSelector) *infrav1.Metal3Machine {
+	machine := func(uid string, sel *infrav1.HostSelector) *infrav1.Metal3Machine {
 		return &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Spec: infrav1.Metal3MachineSpec{HostSelector: sel}}
 	}
-	workers := infrav1.HostSelector{MatchLabels: map[string]string{"role": "worker"}}
+	workers := &infrav1.HostSelector{MatchLabels: map[string]string{"role": "worker"}}
 	tests := []struct {
 		name          string
 		machine       *infrav1.Metal3Machine
@@ -91,10 +91,10 @@ func TestChoose(t *testing.T) {
 	}{
 		{name: "only free, healthy, unpaused, inspected, unreserved hosts matching the selector, none with an error", machine: machine("a", workers),
 			wantSet: []string{"available", "ready", "in-fd"}},
-		{name: "matchExpressions", machine: machine("a", infrav1.HostSelector{MatchExpressions: []infrav1.HostSelectorRequirement{
+		{name: "matchExpressions", machine: machine("a", &infrav1.HostSelector{MatchExpressions: []infrav1.HostSelectorRequirement{
 			{Key: "role", Operator: selection.In, Values: []string{"control-plane"}},
 		}}), wantSet: []string{"control"}},
-		{name: "matchExpressions operators are case-insensitive, as upstream", machine: machine("a", infrav1.HostSelector{MatchExpressions: []infrav1.HostSelectorRequirement{
+		{name: "matchExpressions operators are case-insensitive, as upstream", machine: machine("a", &infrav1.HostSelector{MatchExpressions: []infrav1.HostSelectorRequirement{
 			{Key: "role", Operator: "In", Values: []string{"control-plane"}},
 		}}), wantSet: []string{"control"}},
 		{name: "failure domain first", machine: machine("a", workers), failureDomain: "rack-1", wantFirst: "in-fd"},
@@ -106,7 +106,7 @@ func TestChoose(t *testing.T) {
 		{name: "another tenant's owner of the same name does not match", machine: machine("a", workers),
 			reuse:   Reuse{Owner: "md-workers", Cluster: "tenant-c/c1", LiveOwners: []string{"md-workers"}},
 			wantSet: []string{"available", "ready", "in-fd", "kept-by-upstream"}},
-		{name: "no selector: every available unreserved host", machine: machine("a", infrav1.HostSelector{}),
+		{name: "no selector: every available unreserved host", machine: machine("a", nil),
 			wantSet: []string{"available", "ready", "in-fd", "control"}},
 	}
 	for _, tt := range tests {

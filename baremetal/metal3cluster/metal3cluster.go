@@ -24,18 +24,23 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // ClusterFailureDomains lists spec.failureDomains the way the CAPI v1beta2
-// contract wants them in status: a list sorted by name.
+// contract wants them in status: a list sorted by name, each saying
+// explicitly whether it suits the control plane (unset means it does not).
 func ClusterFailureDomains(cluster *infrav1.Metal3Cluster) []clusterv1.FailureDomain {
 	domains := make([]clusterv1.FailureDomain, 0, len(cluster.Spec.FailureDomains))
-	for name, spec := range cluster.Spec.FailureDomains {
-		controlPlane := spec.ControlPlane
-		domains = append(domains, clusterv1.FailureDomain{Name: name, ControlPlane: &controlPlane, Attributes: spec.Attributes})
+	for _, spec := range cluster.Spec.FailureDomains {
+		domains = append(domains, clusterv1.FailureDomain{
+			Name:         spec.Name,
+			ControlPlane: ptr.To(ptr.Deref(spec.ControlPlane, false)),
+			Attributes:   spec.Attributes,
+		})
 	}
 	slices.SortFunc(domains, func(a, b clusterv1.FailureDomain) int { return strings.Compare(a.Name, b.Name) })
 	if len(domains) == 0 {

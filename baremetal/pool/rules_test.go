@@ -25,7 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/selection"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
@@ -69,11 +69,14 @@ var hostModes = []hostMode{
 		},
 		choose: func(t *testing.T, hosts []bmov1alpha1.BareMetalHost, ask consumerAsk) *pool.Selection {
 			t.Helper()
-			machine := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "m", UID: "uid-m"}}
-			machine.Spec.HostSelector.MatchLabels = ask.matchLabels
+			sel := &infrav1.HostSelector{MatchLabels: ask.matchLabels}
 			for _, e := range ask.expressions {
-				machine.Spec.HostSelector.MatchExpressions = append(machine.Spec.HostSelector.MatchExpressions,
+				sel.MatchExpressions = append(sel.MatchExpressions,
 					infrav1.HostSelectorRequirement{Key: e.Key, Operator: selection.Operator(e.Operator), Values: e.Values})
+			}
+			machine := &infrav1.Metal3Machine{
+				ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "m", UID: "uid-m"},
+				Spec:       infrav1.Metal3MachineSpec{HostSelector: sel},
 			}
 			reuse := hostbinding.Reuse{Owner: "md-workers", Cluster: cluster, LiveOwners: []string{"md-workers", "md-big"}}
 			chosen, err := hostbinding.Choose(hosts, machine, ask.failureDomain, reuse)

@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	fakeaccess "github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess/fake"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"

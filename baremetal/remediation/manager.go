@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 const (
@@ -436,16 +436,17 @@ func strategy(r *infrav1.Metal3Remediation) infrav1.RemediationStrategy {
 	if s.RetryLimit <= 0 {
 		s.RetryLimit = infrav1.DefaultRemediationRetryLimit
 	}
-	if s.Timeout == nil {
-		d, _ := time.ParseDuration(infrav1.DefaultRemediationTimeout)
-		s.Timeout = &metav1.Duration{Duration: d}
+	if s.TimeoutSeconds <= 0 {
+		s.TimeoutSeconds = infrav1.DefaultRemediationTimeoutSeconds
 	}
 	return s
 }
 
-func retryLimit(r *infrav1.Metal3Remediation) int { return strategy(r).RetryLimit }
+func retryLimit(r *infrav1.Metal3Remediation) int32 { return strategy(r).RetryLimit }
 
-func strategyTimeout(r *infrav1.Metal3Remediation) time.Duration { return strategy(r).Timeout.Duration }
+func strategyTimeout(r *infrav1.Metal3Remediation) time.Duration {
+	return time.Duration(strategy(r).TimeoutSeconds) * time.Second
+}
 
 // earliest is the result that comes back first; no requeue counts as never.
 func earliest(a, b ctrl.Result) ctrl.Result {

@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // fakeHost records what the manager asks of a host.
@@ -133,11 +133,11 @@ func notReadySince(registered, since time.Time) *corev1.Node {
 // remediationAt is a remediation in phase with the PowerCycled reason
 // (none if empty), retries so far, last try ago, and a saved Node of UID
 // backup (none if empty).
-func remediationAt(phase infrav1.RemediationPhase, reason string, retries int, ago time.Duration, backup types.UID) *infrav1.Metal3Remediation {
+func remediationAt(phase, reason string, retries int32, ago time.Duration, backup types.UID) *infrav1.Metal3Remediation {
 	r := &infrav1.Metal3Remediation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "worker-0", CreationTimestamp: metav1.NewTime(now)},
 		Spec: infrav1.Metal3RemediationSpec{Strategy: &infrav1.RemediationStrategy{
-			Type: infrav1.RebootRemediationStrategy, RetryLimit: 2, Timeout: &metav1.Duration{Duration: 5 * time.Minute},
+			Type: infrav1.RebootRemediationStrategy, RetryLimit: 2, TimeoutSeconds: 5 * 60,
 		}},
 		Status: infrav1.Metal3RemediationStatus{Phase: phase, RetryCount: retries},
 	}
@@ -167,8 +167,8 @@ func TestReconcile(t *testing.T) {
 		nodes       fakeNodes
 		machine     fakeMachine
 
-		wantPhase         infrav1.RemediationPhase
-		wantRetries       int
+		wantPhase         string
+		wantRetries       int32
 		wantPowerCycled   string // reason, "" if unset
 		wantNodeRestored  string // reason, "" if unset
 		wantRebootOnHost  bool

@@ -103,7 +103,7 @@ type Machine interface {
 // fell unhealthy again soon after counts on from it, instead of rebooting
 // a chronically failing machine forever.
 type History struct {
-	RetryCount     int         `json:"retryCount"`
+	RetryCount     int32       `json:"retryCount"`
 	LastRemediated metav1.Time `json:"lastRemediated"`
 	// HealthyAt is when the MachineHealthCheck found the machine healthy
 	// and deleted the remediation.

@@ -20,12 +20,11 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
-
-func ptr[T any](v T) *T { return &v }
 
 // The pools of the golden fixture. Several entries name a pool in more than
 // one way; the ignored ways point at pools whose values would show in the
@@ -43,11 +42,11 @@ var (
 // with the objects and addresses it needs.
 func fullInput() Input {
 	metal3Group := "ipam.metal3.io"
-	m3ipam := func(key, name string) infrav1.MetaDataFromIPPool {
-		return infrav1.MetaDataFromIPPool{Key: key, APIGroup: metal3Group, Kind: "IPPool", Name: name}
+	m3ipam := func(key, name string) infrav1.FromPool {
+		return infrav1.FromPool{Key: key, APIGroup: metal3Group, Kind: "IPPool", Name: name}
 	}
-	m3mAnnotation := func(key string) *infrav1.AnnotationSource {
-		return &infrav1.AnnotationSource{Object: infrav1.DataSourceObjectMetal3Machine, Annotation: key}
+	m3mAnnotation := func(key string) infrav1.FromPoolAnnotation {
+		return infrav1.FromPoolAnnotation{Object: infrav1.DataSourceObjectMetal3Machine, Annotation: key}
 	}
 	return Input{
 		Index:     3,
@@ -96,20 +95,20 @@ func fullInput() Input {
 					{Key: "name-baremetalhost", Object: infrav1.DataSourceObjectBareMetalHost},
 				},
 				Indexes: []infrav1.MetaDataIndex{
-					{Key: "hostname", Offset: 10, Step: 2, Prefix: "node-", Suffix: "-a"},
+					{Key: "hostname", Offset: ptr.To[int32](10), Step: 2, Prefix: "node-", Suffix: "-a"},
 					{Key: "index-default-step"},
 				},
 				Namespaces: []infrav1.MetaDataNamespace{{Key: "ns"}},
-				IPAddressesFromIPPool: []infrav1.MetaDataFromIPPool{
+				IPAddressesFromPool: []infrav1.FromPool{
 					m3ipam("ip", "pool4"),
 					{Key: "ip-incluster", APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "incluster4"},
 				},
-				PrefixesFromIPPool:   []infrav1.MetaDataFromIPPool{m3ipam("prefix", "pool4")},
-				GatewaysFromIPPool:   []infrav1.MetaDataFromIPPool{m3ipam("gateway", "pool4")},
-				DNSServersFromIPPool: []infrav1.MetaDataFromIPPool{m3ipam("dns", "pool4")},
-				FromHostInterfaces: []infrav1.MetaDataFromHostInterface{
+				PrefixesFromPool:   []infrav1.FromPool{m3ipam("prefix", "pool4")},
+				GatewaysFromPool:   []infrav1.FromPool{m3ipam("gateway", "pool4")},
+				DNSServersFromPool: []infrav1.FromPool{m3ipam("dns", "pool4")},
+				FromHostInterfaces: []infrav1.MetaDataHostInterface{
 					{Key: "mac-eth1", Interface: "eth1"},
-					{Key: "mac-boot", FromBootMAC: true},
+					{Key: "mac-boot", FromBootMAC: ptr.To(true)},
 				},
 				FromLabels: []infrav1.MetaDataFromLabel{
 					{Key: "zone", Object: infrav1.DataSourceObjectBareMetalHost, Label: "example.com/zone"},
@@ -119,67 +118,70 @@ func fullInput() Input {
 				},
 			},
 			NetworkData: &infrav1.NetworkData{
-				Links: &infrav1.NetworkDataLinks{
-					Ethernets: []infrav1.EthernetLink{
+				Links: &infrav1.NetworkDataLink{
+					Ethernets: []infrav1.NetworkDataLinkEthernet{
 						{Type: infrav1.EthernetLinkTypePhy, ID: "eth0", Name: "ens1",
-							MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr("eth0")}},
+							MACAddress: &infrav1.NetworkLinkEthernetMac{FromHostInterface: "eth0"}},
 						{Type: infrav1.EthernetLinkTypePhy, ID: "eth1", MTU: 9000,
-							MACAddress: infrav1.MACAddressSource{String: ptr("52:54:00:00:00:02")}},
+							MACAddress: &infrav1.NetworkLinkEthernetMac{String: "52:54:00:00:00:02"}},
 						{Type: infrav1.EthernetLinkTypePhy, ID: "eth2", MTU: 1500,
-							MACAddress: infrav1.MACAddressSource{FromAnnotation: m3mAnnotation("example.com/mac")}},
+							MACAddress: &infrav1.NetworkLinkEthernetMac{
+								FromAnnotation: infrav1.NetworkLinkEthernetMacFromAnnotation(m3mAnnotation("example.com/mac")),
+							}},
 					},
-					Bonds: []infrav1.BondLink{
+					Bonds: []infrav1.NetworkDataLinkBond{
 						{
 							BondMode: infrav1.BondMode8023AD, BondXmitHashPolicy: infrav1.BondXmitHashPolicyLayer34,
 							ID: "bond0", MTU: 9000, Name: "bond0", BondLinks: []string{"eth1", "eth2"},
-							MACAddress: infrav1.MACAddressSource{String: ptr("52:54:00:00:00:02")},
-							Parameters: map[string]apiextensionsv1.JSON{
-								"bond_miimon":    {Raw: []byte(`100`)},
-								"bond_lacp_rate": {Raw: []byte(` "fast" `)},
+							MACAddress: &infrav1.NetworkLinkEthernetMac{String: "52:54:00:00:00:02"},
+							// Out of name order: the output is sorted by name.
+							Parameters: []infrav1.NetworkDataLinkBondParam{
+								{Name: "bond_miimon", Value: apiextensionsv1.JSON{Raw: []byte(`100`)}},
+								{Name: "bond_lacp_rate", Value: apiextensionsv1.JSON{Raw: []byte(` "fast" `)}},
 							},
 						},
 						{
 							BondMode: infrav1.BondModeActiveBackup, ID: "bond1", BondLinks: []string{"eth0"},
-							MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr("eth0")},
+							MACAddress: &infrav1.NetworkLinkEthernetMac{FromHostInterface: "eth0"},
 						},
 					},
-					VLANs: []infrav1.VLANLink{
-						{VLANID: 100, VLANLink: "bond0", ID: "vlan100", Name: "bond0.100",
-							MACAddress: infrav1.MACAddressSource{String: ptr("52:54:00:00:00:02")}},
+					Vlans: []infrav1.NetworkDataLinkVlan{
+						{VlanID: ptr.To[int32](100), VlanLink: "bond0", ID: "vlan100", Name: "bond0.100",
+							MACAddress: &infrav1.NetworkLinkEthernetMac{String: "52:54:00:00:00:02"}},
 					},
 				},
-				Networks: &infrav1.NetworkDataNetworks{
-					IPv4: []infrav1.IPv4Network{
+				Networks: &infrav1.NetworkDataNetwork{
+					IPv4: []infrav1.NetworkDataIPv4{
 						{
-							ID: "provisioning", Link: "bond1", IPAddressFromIPPool: ptr("pool4"),
-							Routes: []infrav1.IPv4Route{{
+							ID: "provisioning", Link: "bond1", IPAddressFromIPPool: "pool4",
+							Routes: []infrav1.NetworkDataRoutev4{{
 								Network: "0.0.0.0",
-								Gateway: infrav1.IPv4RouteGateway{FromIPPool: ptr("pool4")},
-								Services: &infrav1.IPv4RouteServices{
-									DNS: []infrav1.IPv4Address{"8.8.8.8"}, DNSFromIPPool: ptr("dns-pool"),
+								Gateway: infrav1.NetworkGatewayv4{FromIPPool: "pool4"},
+								Services: &infrav1.NetworkDataServicev4{
+									DNS: []infrav1.IPv4Address{"8.8.8.8"}, DNSFromIPPool: "dns-pool",
 								},
 							}},
 						},
 						{
 							ID: "ext", Link: "bond0",
 							// fromPoolRef wins over the plain name.
-							IPAddressFromIPPool: ptr("pool4"),
-							FromPoolRef: &infrav1.IPPoolReference{
-								APIGroup: ptr("ipam.cluster.x-k8s.io"), Kind: "InClusterIPPool", Name: "incluster4",
+							IPAddressFromIPPool: "pool4",
+							FromPoolRef: infrav1.IPPoolReference{
+								APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "incluster4",
 							},
-							Routes: []infrav1.IPv4Route{
+							Routes: []infrav1.NetworkDataRoutev4{
 								{
-									Network: "10.20.0.0", Prefix: 16,
+									Network: "10.20.0.0", Prefix: ptr.To[int32](16),
 									// fromPoolRef (no group: Metal3) wins over fromIPPool and string.
-									Gateway: infrav1.IPv4RouteGateway{
-										FromPoolRef: &infrav1.IPPoolReference{Kind: "IPPool", Name: "pool4"},
-										FromIPPool:  ptr("pool-annot"),
-										String:      ptr(infrav1.IPv4Address("10.9.9.9")),
+									Gateway: infrav1.NetworkGatewayv4{
+										FromPoolRef: infrav1.IPPoolReference{Kind: "IPPool", Name: "pool4"},
+										FromIPPool:  "pool-annot",
+										String:      ptr.To(infrav1.IPv4Address("10.9.9.9")),
 									},
 								},
 								{
-									Network: "10.30.0.0", Prefix: 24,
-									Gateway: infrav1.IPv4RouteGateway{String: ptr(infrav1.IPv4Address("10.0.0.254"))},
+									Network: "10.30.0.0", Prefix: ptr.To[int32](24),
+									Gateway: infrav1.NetworkGatewayv4{String: ptr.To(infrav1.IPv4Address("10.0.0.254"))},
 								},
 							},
 						},
@@ -187,58 +189,58 @@ func fullInput() Input {
 							ID: "annot", Link: "vlan100",
 							// fromPoolAnnotation wins over fromPoolRef.
 							FromPoolAnnotation: m3mAnnotation("example.com/pool"),
-							FromPoolRef:        &infrav1.IPPoolReference{Kind: "InClusterIPPool", Name: "incluster4"},
+							FromPoolRef:        infrav1.IPPoolReference{Kind: "InClusterIPPool", Name: "incluster4"},
 						},
 					},
-					IPv4DHCP: []infrav1.IPv4DynamicNetwork{
+					IPv4DHCP: []infrav1.NetworkDataIPv4DHCP{
 						{ID: "dhcp4", Link: "eth2"},
 						{
 							ID: "dhcp4-routes", Link: "vlan100",
-							Routes: []infrav1.IPv4Route{{
-								Network: "10.40.0.0", Prefix: 24,
-								Gateway: infrav1.IPv4RouteGateway{
+							Routes: []infrav1.NetworkDataRoutev4{{
+								Network: "10.40.0.0", Prefix: ptr.To[int32](24),
+								Gateway: infrav1.NetworkGatewayv4{
 									FromPoolAnnotation: m3mAnnotation("example.com/pool"),
-									String:             ptr(infrav1.IPv4Address("9.9.9.9")),
+									String:             ptr.To(infrav1.IPv4Address("9.9.9.9")),
 								},
 							}},
 						},
 					},
-					IPv6: []infrav1.IPv6Network{
+					IPv6: []infrav1.NetworkDataIPv6{
 						{
 							ID: "v6", Link: "bond0", IPAddressFromIPPool: "pool6",
-							Routes: []infrav1.IPv6Route{{
+							Routes: []infrav1.NetworkDataRoutev6{{
 								Network: "::",
-								Gateway: infrav1.IPv6RouteGateway{FromIPPool: ptr("pool6")},
-								Services: &infrav1.IPv6RouteServices{
-									DNS: []infrav1.IPv6Address{"2001:db8::1:53"}, DNSFromIPPool: ptr("pool6"),
+								Gateway: infrav1.NetworkGatewayv6{FromIPPool: "pool6"},
+								Services: &infrav1.NetworkDataServicev6{
+									DNS: []infrav1.IPv6Address{"2001:db8::1:53"}, DNSFromIPPool: "pool6",
 								},
 							}},
 						},
 						{
 							ID: "v6-annot", Link: "bond1", IPAddressFromIPPool: "pool6",
-							FromPoolAnnotation: &infrav1.AnnotationSource{
+							FromPoolAnnotation: infrav1.FromPoolAnnotation{
 								Object: infrav1.DataSourceObjectBareMetalHost, Annotation: "example.com/pool6",
 							},
-							Routes: []infrav1.IPv6Route{{
-								Network: "2001:db8:100::", Prefix: 56,
-								Gateway: infrav1.IPv6RouteGateway{FromPoolRef: &infrav1.IPPoolReference{
-									APIGroup: ptr("ipam.metal3.io"), Kind: "IPPool", Name: "pool6",
+							Routes: []infrav1.NetworkDataRoutev6{{
+								Network: "2001:db8:100::", Prefix: ptr.To[int32](56),
+								Gateway: infrav1.NetworkGatewayv6{FromPoolRef: infrav1.IPPoolReference{
+									APIGroup: "ipam.metal3.io", Kind: "IPPool", Name: "pool6",
 								}},
 							}},
 						},
 					},
-					IPv6DHCP: []infrav1.IPv6DynamicNetwork{{
+					IPv6DHCP: []infrav1.NetworkDataIPv6DHCP{{
 						ID: "dhcp6", Link: "eth2",
-						Routes: []infrav1.IPv6Route{{
-							Network: "2001:db8:200::", Prefix: 64,
-							Gateway: infrav1.IPv6RouteGateway{String: ptr(infrav1.IPv6Address("2001:db8:200::1"))},
+						Routes: []infrav1.NetworkDataRoutev6{{
+							Network: "2001:db8:200::", Prefix: ptr.To[int32](64),
+							Gateway: infrav1.NetworkGatewayv6{String: ptr.To(infrav1.IPv6Address("2001:db8:200::1"))},
 						}},
 					}},
-					IPv6SLAAC: []infrav1.IPv6DynamicNetwork{{ID: "slaac", Link: "vlan100"}},
+					IPv6SLAAC: []infrav1.NetworkDataIPv6DHCP{{ID: "slaac", Link: "vlan100"}},
 				},
-				Services: &infrav1.NetworkDataServices{
+				Services: &infrav1.NetworkDataService{
 					DNS:           []infrav1.IPAddress{"8.8.8.8", "2001:4860:4860::8888"},
-					DNSFromIPPool: ptr("dns-pool"),
+					DNSFromIPPool: "dns-pool",
 				},
 			},
 		},

@@ -21,9 +21,10 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // ProviderIDKey is the metadata key holding the machine's provider ID
@@ -109,7 +110,8 @@ func MetaData(in Input) ([]byte, error) {
 		if step == 0 {
 			step = 1
 		}
-		m.set(path.Child("indexes").Index(i), e.Key, e.Prefix+strconv.Itoa(e.Offset+in.Index*step)+e.Suffix)
+		n := int(ptr.Deref(e.Offset, 0)) + in.Index*int(step)
+		m.set(path.Child("indexes").Index(i), e.Key, e.Prefix+strconv.Itoa(n)+e.Suffix)
 	}
 	for i, e := range md.Namespaces {
 		m.set(path.Child("namespaces").Index(i), e.Key, in.Namespace)
@@ -121,7 +123,7 @@ func MetaData(in Input) ([]byte, error) {
 		var ferr *field.Error
 		// fromBootMAC wins over interface: it is the explicit switch, and
 		// the boot interface is the one users most often mean.
-		if e.FromBootMAC {
+		if ptr.Deref(e.FromBootMAC, false) {
 			mac, ferr = in.bootMAC(p.Child("fromBootMAC"))
 		} else {
 			mac, ferr = in.hostMAC(p.Child("interface"), e.Interface)
@@ -176,18 +178,18 @@ func (m *metaData) pools(path *field.Path, md *infrav1.MetaData) {
 				continue
 			}
 			switch list.name {
-			case "ipAddressesFromIPPool":
+			case "ipAddressesFromPool":
 				m.set(p, e.Key, addr.Address)
-			case "prefixesFromIPPool":
+			case "prefixesFromPool":
 				m.set(p, e.Key, strconv.Itoa(addr.Prefix))
-			case "gatewaysFromIPPool":
+			case "gatewaysFromPool":
 				if addr.Gateway == "" {
 					m.fail(field.Invalid(p.Child("name"), e.Name,
 						fmt.Sprintf("pool %s gave no gateway", ref)))
 					continue
 				}
 				m.set(p, e.Key, addr.Gateway)
-			case "dnsServersFromIPPool":
+			case "dnsServersFromPool":
 				// A list, not a joined string: cloud-init and templates
 				// iterate it.
 				m.set(p, e.Key, append([]string{}, addr.DNSServers...))

@@ -22,10 +22,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // defaultMTU is used for a link whose mtu is 0: the CRD defaults it to 1500,
@@ -199,10 +201,16 @@ func NetworkData(in Input) ([]byte, error) {
 }
 
 // mac returns a link's MAC address. The API asks for exactly one source;
-// guessing which of several the user meant would hide a mistake.
-func (n *networkData) mac(path *field.Path, src infrav1.MACAddressSource) (string, *field.Error) {
+// guessing which of several the user meant would hide a mistake. A source
+// is unset when zero, and a nil src sets none.
+func (n *networkData) mac(path *field.Path, src *infrav1.NetworkLinkEthernetMac) (string, *field.Error) {
+	if src == nil {
+		src = &infrav1.NetworkLinkEthernetMac{}
+	}
 	set := 0
-	for _, isSet := range []bool{src.String != nil, src.FromHostInterface != nil, src.FromAnnotation != nil} {
+	for _, isSet := range []bool{
+		src.String != "", src.FromHostInterface != "", src.FromAnnotation != infrav1.NetworkLinkEthernetMacFromAnnotation{},
+	} {
 		if isSet {
 			set++
 		}
@@ -211,13 +219,10 @@ func (n *networkData) mac(path *field.Path, src infrav1.MACAddressSource) (strin
 		return "", field.Invalid(path, set, "set exactly one of string, fromHostInterface and fromAnnotation")
 	}
 	switch {
-	case src.String != nil:
-		if *src.String == "" {
-			return "", field.Required(path.Child("string"), "a MAC address")
-		}
-		return *src.String, nil
-	case src.FromHostInterface != nil:
-		return n.in.hostMAC(path.Child("fromHostInterface"), *src.FromHostInterface)
+	case src.String != "":
+		return src.String, nil
+	case src.FromHostInterface != "":
+		return n.in.hostMAC(path.Child("fromHostInterface"), src.FromHostInterface)
 	default:
 		a := src.FromAnnotation
 		p := path.Child("fromAnnotation")
@@ -251,14 +256,14 @@ func (n *networkData) linkRef(path *field.Path, id string) {
 	}
 }
 
-func mtu(v int) int {
+func mtu(v int32) int {
 	if v == 0 {
 		return defaultMTU
 	}
-	return v
+	return int(v)
 }
 
-func (n *networkData) links(path *field.Path, links *infrav1.NetworkDataLinks) {
+func (n *networkData) links(path *field.Path, links *infrav1.NetworkDataLink) {
 	// Ids first, so that a bond may list a VLAN and a VLAN sit on a bond
 	// whatever their order in the template.
 	for i, e := range links.Ethernets {
@@ -267,7 +272,7 @@ func (n *networkData) links(path *field.Path, links *infrav1.NetworkDataLinks) {
 	for i, b := range links.Bonds {
 		n.linkID(path.Child("bonds").Index(i).Child("id"), b.ID)
 	}
-	for i, v := range links.VLANs {
+	for i, v := range links.Vlans {
 		n.linkID(path.Child("vlans").Index(i).Child("id"), v.ID)
 	}
 
@@ -278,7 +283,7 @@ func (n *networkData) links(path *field.Path, links *infrav1.NetworkDataLinks) {
 			continue
 		}
 		n.doc.Links = append(n.doc.Links, ethernetLink{
-			ID: e.ID, Type: string(e.Type), MAC: mac, MTU: mtu(e.MTU), Name: e.Name,
+			ID: e.ID, Type: e.Type, MAC: mac, MTU: mtu(e.MTU), Name: e.Name,
 		})
 	}
 	for i, b := range links.Bonds {
@@ -286,39 +291,62 @@ func (n *networkData) links(path *field.Path, links *infrav1.NetworkDataLinks) {
 		for j, member := range b.BondLinks {
 			n.linkRef(p.Child("bondLinks").Index(j), member)
 		}
-		params := map[string]json.RawMessage{}
-		for _, k := range slices.Sorted(maps.Keys(b.Parameters)) {
-			pp := p.Child("parameters").Key(k)
-			if bondFixedKeys[k] {
-				n.fail(field.Forbidden(pp, "is written from the bond's own fields"))
-				continue
-			}
-			var compact bytes.Buffer
-			if err := json.Compact(&compact, b.Parameters[k].Raw); err != nil {
-				n.fail(field.Invalid(pp, string(b.Parameters[k].Raw), "not valid JSON: "+err.Error()))
-				continue
-			}
-			params[k] = compact.Bytes()
-		}
+		params := n.bondParameters(p.Child("parameters"), b.Parameters)
 		mac, ferr := n.mac(p.Child("macAddress"), b.MACAddress)
 		if n.fail(ferr) {
 			continue
 		}
 		n.doc.Links = append(n.doc.Links, bondLink{
 			ID: b.ID, Type: "bond", BondLinks: append([]string{}, b.BondLinks...),
-			BondMode: string(b.BondMode), XmitHashPolicy: string(b.BondXmitHashPolicy),
+			BondMode: b.BondMode, XmitHashPolicy: b.BondXmitHashPolicy,
 			MAC: mac, MTU: mtu(b.MTU), Name: b.Name, parameters: params,
 		})
 	}
-	for i, v := range links.VLANs {
+	for i, v := range links.Vlans {
 		p := path.Child("vlans").Index(i)
-		n.linkRef(p.Child("vlanLink"), v.VLANLink)
+		n.linkRef(p.Child("vlanLink"), v.VlanLink)
 		mac, ferr := n.mac(p.Child("macAddress"), v.MACAddress)
 		if n.fail(ferr) {
 			continue
 		}
 		n.doc.Links = append(n.doc.Links, vlanLink{
-			ID: v.ID, Type: "vlan", VLANID: v.VLANID, VLANLink: v.VLANLink, MAC: mac, MTU: mtu(v.MTU), Name: v.Name,
+			ID: v.ID, Type: "vlan", VLANID: int(ptr.Deref(v.VlanID, 0)), VLANLink: v.VlanLink,
+			MAC: mac, MTU: mtu(v.MTU), Name: v.Name,
 		})
 	}
+}
+
+// bondParameters checks a bond's parameters and compacts their values,
+// visiting them by name so that errors come in a stable order.
+func (n *networkData) bondParameters(path *field.Path, params []infrav1.NetworkDataLinkBondParam) map[string]json.RawMessage {
+	byName := make([]int, len(params))
+	for i := range byName {
+		byName[i] = i
+	}
+	slices.SortStableFunc(byName, func(a, b int) int { return strings.Compare(params[a].Name, params[b].Name) })
+
+	out := map[string]json.RawMessage{}
+	seen := map[string]bool{}
+	for _, i := range byName {
+		name, raw := params[i].Name, params[i].Value.Raw
+		p := path.Index(i)
+		switch {
+		case bondFixedKeys[name]:
+			n.fail(field.Forbidden(p.Child("name"), "is written from the bond's own fields"))
+			continue
+		case seen[name]:
+			// The schema keys the list by name; a repeat would silently
+			// replace the first value.
+			n.fail(field.Duplicate(p.Child("name"), name))
+			continue
+		}
+		seen[name] = true
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, raw); err != nil {
+			n.fail(field.Invalid(p.Child("value"), string(raw), "not valid JSON: "+err.Error()))
+			continue
+		}
+		out[name] = compact.Bytes()
+	}
+	return out
 }

@@ -21,8 +21,9 @@ import (
 	"net/netip"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // family is an IP version; the OpenStack format writes the netmasks of both
@@ -71,20 +72,20 @@ func netmask(path *field.Path, prefix int, f family) (string, *field.Error) {
 	return a.String(), nil
 }
 
-// routeSpec is an IPv4Route or an IPv6Route, so that both render alike.
+// routeSpec is a NetworkDataRoutev4 or v6, so that both render alike.
 type routeSpec struct {
 	network  string
 	prefix   int
 	gwString *string
 	gwPool   poolSource
 	dns      []string
-	dnsPool  *string
+	dnsPool  string
 }
 
-func ipv4Routes(routes []infrav1.IPv4Route) []routeSpec {
+func ipv4Routes(routes []infrav1.NetworkDataRoutev4) []routeSpec {
 	out := make([]routeSpec, 0, len(routes))
 	for _, r := range routes {
-		s := routeSpec{network: string(r.Network), prefix: r.Prefix, gwPool: ipv4GatewaySource(r.Gateway)}
+		s := routeSpec{network: string(r.Network), prefix: int(ptr.Deref(r.Prefix, 0)), gwPool: ipv4GatewaySource(r.Gateway)}
 		if r.Gateway.String != nil {
 			s.gwString = (*string)(r.Gateway.String)
 		}
@@ -96,10 +97,10 @@ func ipv4Routes(routes []infrav1.IPv4Route) []routeSpec {
 	return out
 }
 
-func ipv6Routes(routes []infrav1.IPv6Route) []routeSpec {
+func ipv6Routes(routes []infrav1.NetworkDataRoutev6) []routeSpec {
 	out := make([]routeSpec, 0, len(routes))
 	for _, r := range routes {
-		s := routeSpec{network: string(r.Network), prefix: r.Prefix, gwPool: ipv6GatewaySource(r.Gateway)}
+		s := routeSpec{network: string(r.Network), prefix: int(ptr.Deref(r.Prefix, 0)), gwPool: ipv6GatewaySource(r.Gateway)}
 		if r.Gateway.String != nil {
 			s.gwString = (*string)(r.Gateway.String)
 		}
@@ -176,13 +177,13 @@ func (n *networkData) gateway(path *field.Path, r routeSpec, f family) (string, 
 }
 
 // dns lists DNS services: the fixed addresses, then the pool's servers.
-func (n *networkData) dns(path *field.Path, fixed []string, pool *string) []service {
+func (n *networkData) dns(path *field.Path, fixed []string, pool string) []service {
 	var out []service
 	for _, a := range fixed {
 		out = append(out, service{Type: "dns", Address: a})
 	}
-	if deref(pool) != "" {
-		addr, ferr := n.in.address(path.Child("dnsFromIPPool"), metal3Pool(*pool))
+	if pool != "" {
+		addr, ferr := n.in.address(path.Child("dnsFromIPPool"), metal3Pool(pool))
 		if n.fail(ferr) {
 			return out
 		}
@@ -234,11 +235,11 @@ func (n *networkData) dynamicNetwork(path *field.Path, id, link, typ string, rou
 	})
 }
 
-func (n *networkData) networks(path *field.Path, nets *infrav1.NetworkDataNetworks) {
+func (n *networkData) networks(path *field.Path, nets *infrav1.NetworkDataNetwork) {
 	for i, e := range nets.IPv4 {
 		n.staticNetwork(path.Child("ipv4").Index(i), e.ID, e.Link,
 			poolSource{annotation: e.FromPoolAnnotation, ref: e.FromPoolRef,
-				nameField: "ipAddressFromIPPool", name: deref(e.IPAddressFromIPPool)},
+				nameField: "ipAddressFromIPPool", name: e.IPAddressFromIPPool},
 			ipv4Routes(e.Routes), ipv4)
 	}
 	for i, e := range nets.IPv4DHCP {

@@ -19,15 +19,16 @@ package render
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // poolSource gathers the ways one template entry can name its pool, so that
 // PoolFields and rendering apply the same precedence (see the package
 // documentation).
 type poolSource struct {
-	annotation *infrav1.AnnotationSource
-	ref        *infrav1.IPPoolReference
+	// annotation and ref are unset when zero, as in the API.
+	annotation infrav1.FromPoolAnnotation
+	ref        infrav1.IPPoolReference
 	// nameField is the JSON name of the plain-name field, for errors.
 	nameField string
 	name      string
@@ -37,7 +38,7 @@ type poolSource struct {
 // names no pool at all (a route gateway given as a string).
 func (s poolSource) resolve(in *Input, path *field.Path) (PoolRef, *field.Path, bool, *field.Error) {
 	switch {
-	case s.annotation != nil:
+	case s.annotation != infrav1.FromPoolAnnotation{}:
 		p := path.Child("fromPoolAnnotation")
 		name, ferr := in.annotation(p, s.annotation.Object, s.annotation.Annotation)
 		if ferr != nil {
@@ -48,13 +49,13 @@ func (s poolSource) resolve(in *Input, path *field.Path) (PoolRef, *field.Path, 
 				"the annotation is empty, it must hold the name of an IPPool")
 		}
 		return metal3Pool(name), p, true, nil
-	case s.ref != nil:
+	case s.ref != infrav1.IPPoolReference{}:
 		p := path.Child("fromPoolRef")
 		group := Metal3IPAMGroup
 		// The core group has no pool kinds, so an empty group can only
 		// mean the historical default, Metal3 IPAM.
-		if s.ref.APIGroup != nil && *s.ref.APIGroup != "" {
-			group = *s.ref.APIGroup
+		if s.ref.APIGroup != "" {
+			group = s.ref.APIGroup
 		}
 		ref, ferr := checkRef(p, PoolRef{APIGroup: group, Kind: s.ref.Kind, Name: s.ref.Name})
 		return ref, p, ferr == nil, ferr
@@ -84,9 +85,9 @@ func checkRef(path *field.Path, ref PoolRef) (PoolRef, *field.Error) {
 	return ref, nil
 }
 
-// metaDataPool is the pool of a metaData *FromIPPool entry, which always
+// metaDataPool is the pool of a metaData *FromPool entry, which always
 // names it by group, kind and name.
-func metaDataPool(path *field.Path, e infrav1.MetaDataFromIPPool) (PoolRef, *field.Error) {
+func metaDataPool(path *field.Path, e infrav1.FromPool) (PoolRef, *field.Error) {
 	group := e.APIGroup
 	if group == "" {
 		group = Metal3IPAMGroup
@@ -94,37 +95,30 @@ func metaDataPool(path *field.Path, e infrav1.MetaDataFromIPPool) (PoolRef, *fie
 	return checkRef(path, PoolRef{APIGroup: group, Kind: e.Kind, Name: e.Name})
 }
 
-// metaDataPoolLists pairs each metaData *FromIPPool list with its JSON name,
+// metaDataPoolLists pairs each metaData *FromPool list with its JSON name,
 // in the order the schema lists them, so walks visit them the same way.
 func metaDataPoolLists(md *infrav1.MetaData) []struct {
 	name    string
-	entries []infrav1.MetaDataFromIPPool
+	entries []infrav1.FromPool
 } {
 	return []struct {
 		name    string
-		entries []infrav1.MetaDataFromIPPool
+		entries []infrav1.FromPool
 	}{
-		{"ipAddressesFromIPPool", md.IPAddressesFromIPPool},
-		{"prefixesFromIPPool", md.PrefixesFromIPPool},
-		{"gatewaysFromIPPool", md.GatewaysFromIPPool},
-		{"dnsServersFromIPPool", md.DNSServersFromIPPool},
+		{"ipAddressesFromPool", md.IPAddressesFromPool},
+		{"prefixesFromPool", md.PrefixesFromPool},
+		{"gatewaysFromPool", md.GatewaysFromPool},
+		{"dnsServersFromPool", md.DNSServersFromPool},
 	}
 }
 
 // ipv4GatewaySource and ipv6GatewaySource give a route gateway's pool.
-func ipv4GatewaySource(g infrav1.IPv4RouteGateway) poolSource {
-	return poolSource{annotation: g.FromPoolAnnotation, ref: g.FromPoolRef, nameField: "fromIPPool", name: deref(g.FromIPPool)}
+func ipv4GatewaySource(g infrav1.NetworkGatewayv4) poolSource {
+	return poolSource{annotation: g.FromPoolAnnotation, ref: g.FromPoolRef, nameField: "fromIPPool", name: g.FromIPPool}
 }
 
-func ipv6GatewaySource(g infrav1.IPv6RouteGateway) poolSource {
-	return poolSource{annotation: g.FromPoolAnnotation, ref: g.FromPoolRef, nameField: "fromIPPool", name: deref(g.FromIPPool)}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+func ipv6GatewaySource(g infrav1.NetworkGatewayv6) poolSource {
+	return poolSource{annotation: g.FromPoolAnnotation, ref: g.FromPoolRef, nameField: "fromIPPool", name: g.FromIPPool}
 }
 
 // poolSet collects pools once each, with the first template field naming
@@ -155,22 +149,22 @@ func (s *poolSet) source(path *field.Path, src poolSource, required bool) {
 	}
 }
 
-func (s *poolSet) ipv4Routes(path *field.Path, routes []infrav1.IPv4Route) {
+func (s *poolSet) ipv4Routes(path *field.Path, routes []infrav1.NetworkDataRoutev4) {
 	for i, r := range routes {
 		p := path.Index(i)
 		s.source(p.Child("gateway"), ipv4GatewaySource(r.Gateway), r.Gateway.String == nil)
-		if r.Services != nil && deref(r.Services.DNSFromIPPool) != "" {
-			s.add(p.Child("services", "dnsFromIPPool"), metal3Pool(*r.Services.DNSFromIPPool))
+		if r.Services != nil && r.Services.DNSFromIPPool != "" {
+			s.add(p.Child("services", "dnsFromIPPool"), metal3Pool(r.Services.DNSFromIPPool))
 		}
 	}
 }
 
-func (s *poolSet) ipv6Routes(path *field.Path, routes []infrav1.IPv6Route) {
+func (s *poolSet) ipv6Routes(path *field.Path, routes []infrav1.NetworkDataRoutev6) {
 	for i, r := range routes {
 		p := path.Index(i)
 		s.source(p.Child("gateway"), ipv6GatewaySource(r.Gateway), r.Gateway.String == nil)
-		if r.Services != nil && deref(r.Services.DNSFromIPPool) != "" {
-			s.add(p.Child("services", "dnsFromIPPool"), metal3Pool(*r.Services.DNSFromIPPool))
+		if r.Services != nil && r.Services.DNSFromIPPool != "" {
+			s.add(p.Child("services", "dnsFromIPPool"), metal3Pool(r.Services.DNSFromIPPool))
 		}
 	}
 }
@@ -206,7 +200,7 @@ func PoolFields(in Input) (map[PoolRef]*field.Path, error) {
 			for i, n := range nets.IPv4 {
 				p := netPath.Child("ipv4").Index(i)
 				s.source(p, poolSource{annotation: n.FromPoolAnnotation, ref: n.FromPoolRef,
-					nameField: "ipAddressFromIPPool", name: deref(n.IPAddressFromIPPool)}, true)
+					nameField: "ipAddressFromIPPool", name: n.IPAddressFromIPPool}, true)
 				s.ipv4Routes(p.Child("routes"), n.Routes)
 			}
 			for i, n := range nets.IPv4DHCP {
@@ -225,8 +219,8 @@ func PoolFields(in Input) (map[PoolRef]*field.Path, error) {
 				s.ipv6Routes(netPath.Child("ipv6SLAAC").Index(i).Child("routes"), n.Routes)
 			}
 		}
-		if nd.Services != nil && deref(nd.Services.DNSFromIPPool) != "" {
-			s.add(ndPath.Child("services", "dnsFromIPPool"), metal3Pool(*nd.Services.DNSFromIPPool))
+		if nd.Services != nil && nd.Services.DNSFromIPPool != "" {
+			s.add(ndPath.Child("services", "dnsFromIPPool"), metal3Pool(nd.Services.DNSFromIPPool))
 		}
 	}
 	if len(s.errs) > 0 {

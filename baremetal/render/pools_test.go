@@ -24,17 +24,18 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/utils/ptr"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // networksInput is an Input whose template has only the given IPv4 networks
 // and metadata, for small PoolFields cases.
-func networksInput(md *infrav1.MetaData, nets ...infrav1.IPv4Network) Input {
+func networksInput(md *infrav1.MetaData, nets ...infrav1.NetworkDataIPv4) Input {
 	in := fullInput()
 	in.Template = &infrav1.Metal3DataTemplateSpec{
 		MetaData:    md,
-		NetworkData: &infrav1.NetworkData{Networks: &infrav1.NetworkDataNetworks{IPv4: nets}},
+		NetworkData: &infrav1.NetworkData{Networks: &infrav1.NetworkDataNetwork{IPv4: nets}},
 	}
 	return in
 }
@@ -45,8 +46,8 @@ var poolOrder = cmpopts.SortSlices(func(a, b PoolRef) bool { return a.String() <
 // TestPoolFieldsPools checks which pools PoolFields finds: each pool once,
 // through the precedence the package documents.
 func TestPoolFieldsPools(t *testing.T) {
-	annotation := &infrav1.AnnotationSource{Object: infrav1.DataSourceObjectMetal3Machine, Annotation: "example.com/pool"}
-	inClusterRef := &infrav1.IPPoolReference{APIGroup: ptr("ipam.cluster.x-k8s.io"), Kind: "InClusterIPPool", Name: "incluster4"}
+	annotation := infrav1.FromPoolAnnotation{Object: infrav1.DataSourceObjectMetal3Machine, Annotation: "example.com/pool"}
+	inClusterRef := infrav1.IPPoolReference{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "incluster4"}
 	tests := []struct {
 		name string
 		in   Input
@@ -61,37 +62,37 @@ func TestPoolFieldsPools(t *testing.T) {
 			name: "one pool named four ways is listed once",
 			in: networksInput(
 				&infrav1.MetaData{
-					IPAddressesFromIPPool: []infrav1.MetaDataFromIPPool{{Key: "a", APIGroup: "ipam.metal3.io", Kind: "IPPool", Name: "pool4"}},
+					IPAddressesFromPool: []infrav1.FromPool{{Key: "a", APIGroup: "ipam.metal3.io", Kind: "IPPool", Name: "pool4"}},
 					// An empty group is Metal3's, as for fromPoolRef.
-					PrefixesFromIPPool: []infrav1.MetaDataFromIPPool{{Key: "b", Kind: "IPPool", Name: "pool4"}},
+					PrefixesFromPool: []infrav1.FromPool{{Key: "b", Kind: "IPPool", Name: "pool4"}},
 				},
-				infrav1.IPv4Network{ID: "a", IPAddressFromIPPool: ptr("pool4")},
-				infrav1.IPv4Network{ID: "b", FromPoolRef: &infrav1.IPPoolReference{Kind: "IPPool", Name: "pool4"}},
+				infrav1.NetworkDataIPv4{ID: "a", IPAddressFromIPPool: "pool4"},
+				infrav1.NetworkDataIPv4{ID: "b", FromPoolRef: infrav1.IPPoolReference{Kind: "IPPool", Name: "pool4"}},
 			),
 			want: []PoolRef{pool4},
 		},
 		{
 			name: "annotation wins over ref and name",
-			in: networksInput(nil, infrav1.IPv4Network{
-				ID: "a", FromPoolAnnotation: annotation, FromPoolRef: inClusterRef, IPAddressFromIPPool: ptr("pool4"),
+			in: networksInput(nil, infrav1.NetworkDataIPv4{
+				ID: "a", FromPoolAnnotation: annotation, FromPoolRef: inClusterRef, IPAddressFromIPPool: "pool4",
 			}),
 			want: []PoolRef{poolAnnot},
 		},
 		{
 			name: "ref wins over name",
-			in: networksInput(nil, infrav1.IPv4Network{
-				ID: "a", FromPoolRef: inClusterRef, IPAddressFromIPPool: ptr("pool4"),
+			in: networksInput(nil, infrav1.NetworkDataIPv4{
+				ID: "a", FromPoolRef: inClusterRef, IPAddressFromIPPool: "pool4",
 			}),
 			want: []PoolRef{incluster4},
 		},
 		{
 			name: "gateway pool wins over string, a string gateway needs no pool",
-			in: networksInput(nil, infrav1.IPv4Network{
-				ID: "a", IPAddressFromIPPool: ptr("pool4"),
-				Routes: []infrav1.IPv4Route{
-					{Gateway: infrav1.IPv4RouteGateway{FromIPPool: ptr("pool6"), String: ptr(infrav1.IPv4Address("10.0.0.1"))}},
-					{Gateway: infrav1.IPv4RouteGateway{String: ptr(infrav1.IPv4Address("10.0.0.1"))}},
-					{Gateway: infrav1.IPv4RouteGateway{FromPoolAnnotation: annotation, FromPoolRef: inClusterRef}},
+			in: networksInput(nil, infrav1.NetworkDataIPv4{
+				ID: "a", IPAddressFromIPPool: "pool4",
+				Routes: []infrav1.NetworkDataRoutev4{
+					{Gateway: infrav1.NetworkGatewayv4{FromIPPool: "pool6", String: ptr.To(infrav1.IPv4Address("10.0.0.1"))}},
+					{Gateway: infrav1.NetworkGatewayv4{String: ptr.To(infrav1.IPv4Address("10.0.0.1"))}},
+					{Gateway: infrav1.NetworkGatewayv4{FromPoolAnnotation: annotation, FromPoolRef: inClusterRef}},
 				},
 			}),
 			want: []PoolRef{poolAnnot, pool4, pool6},
@@ -145,7 +146,7 @@ func TestPoolFieldsErrors(t *testing.T) {
 		},
 		{
 			"route gateway names nothing", func(in *Input) {
-				in.Template.NetworkData.Networks.IPv4[1].Routes[1].Gateway = infrav1.IPv4RouteGateway{}
+				in.Template.NetworkData.Networks.IPv4[1].Routes[1].Gateway = infrav1.NetworkGatewayv4{}
 			},
 			[]string{"spec.networkData.networks.ipv4[1].routes[1].gateway: Required value: one of fromPoolAnnotation, fromPoolRef, fromIPPool or string"},
 		},
@@ -160,8 +161,8 @@ func TestPoolFieldsErrors(t *testing.T) {
 			[]string{"spec.networkData.networks.ipv6[1].routes[0].gateway.fromPoolRef.name: Required value"},
 		},
 		{
-			"metadata pool without name", func(in *Input) { in.Template.MetaData.DNSServersFromIPPool[0].Name = "" },
-			[]string{"spec.metaData.dnsServersFromIPPool[0].name: Required value"},
+			"metadata pool without name", func(in *Input) { in.Template.MetaData.DNSServersFromPool[0].Name = "" },
+			[]string{"spec.metaData.dnsServersFromPool[0].name: Required value"},
 		},
 	}
 	for _, tt := range tests {
@@ -229,18 +230,18 @@ func TestPoolFields(t *testing.T) {
 		{
 			name: "metadata comes before network data",
 			in: networksInput(
-				&infrav1.MetaData{PrefixesFromIPPool: []infrav1.MetaDataFromIPPool{{Key: "p", Kind: "IPPool", Name: "pool4"}}},
-				infrav1.IPv4Network{ID: "a", IPAddressFromIPPool: ptr("pool4")},
+				&infrav1.MetaData{PrefixesFromPool: []infrav1.FromPool{{Key: "p", Kind: "IPPool", Name: "pool4"}}},
+				infrav1.NetworkDataIPv4{ID: "a", IPAddressFromIPPool: "pool4"},
 			),
-			want: map[PoolRef]string{pool4: "spec.metaData.prefixesFromIPPool[0]"},
+			want: map[PoolRef]string{pool4: "spec.metaData.prefixesFromPool[0]"},
 		},
 		{
 			name: "network address, route gateway and route DNS",
 			in: networksInput(nil,
-				infrav1.IPv4Network{ID: "a", IPAddressFromIPPool: ptr("pool4")},
-				infrav1.IPv4Network{ID: "b", IPAddressFromIPPool: ptr("pool4"), Routes: []infrav1.IPv4Route{{
-					Gateway:  infrav1.IPv4RouteGateway{FromIPPool: ptr("gw4")},
-					Services: &infrav1.IPv4RouteServices{DNSFromIPPool: ptr("dns4")},
+				infrav1.NetworkDataIPv4{ID: "a", IPAddressFromIPPool: "pool4"},
+				infrav1.NetworkDataIPv4{ID: "b", IPAddressFromIPPool: "pool4", Routes: []infrav1.NetworkDataRoutev4{{
+					Gateway:  infrav1.NetworkGatewayv4{FromIPPool: "gw4"},
+					Services: &infrav1.NetworkDataServicev4{DNSFromIPPool: "dns4"},
 				}}},
 			),
 			want: map[PoolRef]string{

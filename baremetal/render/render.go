@@ -53,7 +53,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // Metal3 IPAM's pool group and kind: a pool named only by its name is one of
@@ -155,7 +155,7 @@ func (in *Input) objectMeta(path *field.Path, obj infrav1.DataSourceObject) (*me
 			infrav1.DataSourceObjectMachine, infrav1.DataSourceObjectMetal3Machine, infrav1.DataSourceObjectBareMetalHost,
 		})
 	}
-	return nil, notFound(path, string(obj), "the "+string(obj)+" is not known yet")
+	return nil, notFound(path, obj, "the "+obj+" is not known yet")
 }
 
 // annotation reads an annotation. path is the entry holding object and

@@ -26,9 +26,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 type renderFunc func(Input) ([]byte, error)
@@ -140,12 +141,12 @@ func TestRenderErrors(t *testing.T) {
 		{
 			"pool not allocated", MetaData,
 			func(in *Input) { delete(in.Pools, incluster4) },
-			[]string{"spec.metaData.ipAddressesFromIPPool[1].name", "no address has been allocated from pool ipam.cluster.x-k8s.io/InClusterIPPool/incluster4"},
+			[]string{"spec.metaData.ipAddressesFromPool[1].name", "no address has been allocated from pool ipam.cluster.x-k8s.io/InClusterIPPool/incluster4"},
 		},
 		{
 			"pool without gateway", MetaData,
 			func(in *Input) { in.Pools[pool4] = PoolAddress{Address: "192.168.10.13", Prefix: 24} },
-			[]string{"spec.metaData.gatewaysFromIPPool[0].name", "gave no gateway"},
+			[]string{"spec.metaData.gatewaysFromPool[0].name", "gave no gateway"},
 		},
 		{
 			"duplicate key", MetaData,
@@ -154,12 +155,12 @@ func TestRenderErrors(t *testing.T) {
 		},
 		{
 			"pool kind missing", MetaData,
-			func(in *Input) { in.Template.MetaData.PrefixesFromIPPool[0].Kind = "" },
-			[]string{"spec.metaData.prefixesFromIPPool[0].kind: Required value"},
+			func(in *Input) { in.Template.MetaData.PrefixesFromPool[0].Kind = "" },
+			[]string{"spec.metaData.prefixesFromPool[0].kind: Required value"},
 		},
 		{
 			"unknown host interface MAC", NetworkData,
-			func(in *Input) { in.Template.NetworkData.Links.Ethernets[0].MACAddress.FromHostInterface = ptr("eth9") },
+			func(in *Input) { in.Template.NetworkData.Links.Ethernets[0].MACAddress.FromHostInterface = "eth9" },
 			[]string{`spec.networkData.links.ethernets[0].macAddress.fromHostInterface: Not found: "eth9"`},
 		},
 		{
@@ -174,26 +175,49 @@ func TestRenderErrors(t *testing.T) {
 		},
 		{
 			"two MAC sources", NetworkData,
-			func(in *Input) { in.Template.NetworkData.Links.VLANs[0].MACAddress.FromHostInterface = ptr("eth0") },
+			func(in *Input) { in.Template.NetworkData.Links.Vlans[0].MACAddress.FromHostInterface = "eth0" },
 			[]string{"spec.networkData.links.vlans[0].macAddress: Invalid value: 2", "exactly one"},
 		},
 		{
 			"no MAC source", NetworkData,
-			func(in *Input) { in.Template.NetworkData.Links.Bonds[1].MACAddress = infrav1.MACAddressSource{} },
+			func(in *Input) { in.Template.NetworkData.Links.Bonds[1].MACAddress = &infrav1.NetworkLinkEthernetMac{} },
 			[]string{"spec.networkData.links.bonds[1].macAddress: Invalid value: 0"},
+		},
+		{
+			"nil MAC source", NetworkData,
+			func(in *Input) { in.Template.NetworkData.Links.Ethernets[1].MACAddress = nil },
+			[]string{"spec.networkData.links.ethernets[1].macAddress: Invalid value: 0"},
 		},
 		{
 			"bond parameter overrides a fixed key", NetworkData,
 			func(in *Input) {
-				in.Template.NetworkData.Links.Bonds[0].Parameters["mtu"] = apiextensionsv1.JSON{Raw: []byte("1")}
+				b := &in.Template.NetworkData.Links.Bonds[0]
+				b.Parameters = append(b.Parameters,
+					infrav1.NetworkDataLinkBondParam{Name: "mtu", Value: apiextensionsv1.JSON{Raw: []byte("1")}})
 			},
-			[]string{"spec.networkData.links.bonds[0].parameters[mtu]: Forbidden"},
+			[]string{"spec.networkData.links.bonds[0].parameters[2].name: Forbidden"},
+		},
+		{
+			"bond parameter repeated", NetworkData,
+			func(in *Input) {
+				b := &in.Template.NetworkData.Links.Bonds[0]
+				b.Parameters = append(b.Parameters,
+					infrav1.NetworkDataLinkBondParam{Name: "bond_miimon", Value: apiextensionsv1.JSON{Raw: []byte("200")}})
+			},
+			[]string{`spec.networkData.links.bonds[0].parameters[2].name: Duplicate value: "bond_miimon"`},
+		},
+		{
+			"bond parameter not JSON", NetworkData,
+			func(in *Input) {
+				in.Template.NetworkData.Links.Bonds[0].Parameters[1].Value = apiextensionsv1.JSON{Raw: []byte("fast")}
+			},
+			[]string{`spec.networkData.links.bonds[0].parameters[1].value: Invalid value: "fast"`, "not valid JSON"},
 		},
 		{
 			"unknown link", NetworkData,
 			func(in *Input) {
 				in.Template.NetworkData.Networks.IPv4[0].Link = "eth9"
-				in.Template.NetworkData.Links.VLANs[0].VLANLink = "bond9"
+				in.Template.NetworkData.Links.Vlans[0].VlanLink = "bond9"
 				in.Template.NetworkData.Links.Bonds[0].BondLinks[1] = "eth8"
 			},
 			[]string{
@@ -204,7 +228,7 @@ func TestRenderErrors(t *testing.T) {
 		},
 		{
 			"duplicate link id", NetworkData,
-			func(in *Input) { in.Template.NetworkData.Links.VLANs[0].ID = "eth1" },
+			func(in *Input) { in.Template.NetworkData.Links.Vlans[0].ID = "eth1" },
 			[]string{`spec.networkData.links.vlans[0].id: Duplicate value: "eth1"`},
 		},
 		{
@@ -222,7 +246,7 @@ func TestRenderErrors(t *testing.T) {
 		},
 		{
 			"network names no pool", NetworkData,
-			func(in *Input) { in.Template.NetworkData.Networks.IPv4[0].IPAddressFromIPPool = nil },
+			func(in *Input) { in.Template.NetworkData.Networks.IPv4[0].IPAddressFromIPPool = "" },
 			[]string{"spec.networkData.networks.ipv4[0]: Required value: one of fromPoolAnnotation, fromPoolRef or ipAddressFromIPPool"},
 		},
 		{
@@ -294,8 +318,8 @@ func TestIndexStep(t *testing.T) {
 		want  string
 	}{
 		{"step 0 means 1", infrav1.MetaDataIndex{Key: "k"}, 4, "k: \"4\"\n"},
-		{"offset and step", infrav1.MetaDataIndex{Key: "k", Offset: 100, Step: 10, Prefix: "n"}, 4, "k: n140\n"},
-		{"negative offset", infrav1.MetaDataIndex{Key: "k", Offset: -1, Step: 1, Suffix: "x"}, 0, "k: -1x\n"},
+		{"offset and step", infrav1.MetaDataIndex{Key: "k", Offset: ptr.To[int32](100), Step: 10, Prefix: "n"}, 4, "k: n140\n"},
+		{"negative offset", infrav1.MetaDataIndex{Key: "k", Offset: ptr.To[int32](-1), Step: 1, Suffix: "x"}, 0, "k: -1x\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // maxContextNameLength bounds identityRef.context; kubeconfig context names
@@ -174,7 +174,7 @@ func validateHostOrIP(host string, path *field.Path) field.ErrorList {
 }
 
 // validatePort accepts a TCP port number.
-func validatePort(port int, path *field.Path) field.ErrorList {
+func validatePort(port int32, path *field.Path) field.ErrorList {
 	if port < 1 || port > 65535 {
 		return field.ErrorList{field.Invalid(path, port, "must be a port between 1 and 65535")}
 	}

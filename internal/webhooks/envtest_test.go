@@ -22,7 +22,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -37,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
@@ -130,7 +129,7 @@ func TestAPIServerAdmission(t *testing.T) {
 		{
 			name: "Metal3Cluster with an empty identityRef name",
 			manifest: `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3Cluster
 metadata: {name: empty-identity, namespace: tenant-a}
 spec:
@@ -141,7 +140,7 @@ spec:
 		{
 			name: "Metal3MachineTemplate with an empty identityRef name",
 			manifest: `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3MachineTemplate
 metadata: {name: empty-identity, namespace: tenant-a}
 spec:
@@ -154,7 +153,7 @@ spec:
 		{
 			name: "Metal3Cluster with an identityRef that cannot name a Secret",
 			manifest: `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3Cluster
 metadata: {name: bad-identity, namespace: tenant-a}
 spec:
@@ -165,7 +164,7 @@ spec:
 		{
 			name: "Metal3Cluster without a control plane endpoint",
 			manifest: `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3Cluster
 metadata: {name: no-endpoint, namespace: tenant-a}
 spec: {}`,
@@ -174,7 +173,7 @@ spec: {}`,
 		{
 			name: "Metal3Machine with image and customDeploy",
 			manifest: `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3Machine
 metadata: {name: both, namespace: tenant-a}
 spec:
@@ -185,7 +184,7 @@ spec:
 		{
 			name: "Metal3Machine whose checksum does not fit its type",
 			manifest: `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3Machine
 metadata: {name: short-checksum, namespace: tenant-a}
 spec:
@@ -195,7 +194,7 @@ spec:
 		{
 			name: "Metal3Machine reading user data from another namespace",
 			manifest: `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3Machine
 metadata: {name: foreign-userdata, namespace: tenant-a}
 spec:
@@ -206,7 +205,7 @@ spec:
 		{
 			name: "Metal3Machine with an unknown checksum type (CRD enum)",
 			manifest: `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3Machine
 metadata: {name: bad-enum, namespace: tenant-a}
 spec:
@@ -216,7 +215,7 @@ spec:
 		{
 			name: "Metal3DataTemplate writing one metadata key twice",
 			manifest: `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3DataTemplate
 metadata: {name: dup-key, namespace: tenant-a}
 spec:
@@ -229,7 +228,7 @@ spec:
 		{
 			name: "Metal3DataTemplate with a network on a missing link",
 			manifest: `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3DataTemplate
 metadata: {name: missing-link, namespace: tenant-a}
 spec:
@@ -242,24 +241,24 @@ spec:
 		{
 			name: "Metal3Remediation with an unknown strategy",
 			manifest: `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3Remediation
 metadata: {name: reprovision, namespace: tenant-a}
 spec:
-  strategy: {type: Reprovision, retryLimit: 1, timeout: 300s}`,
+  strategy: {type: Reprovision, retryLimit: 1, timeoutSeconds: 300}`,
 			wantInMessage: []string{"spec.strategy.type", "Unsupported value"},
 		},
 		{
 			name: "Metal3RemediationTemplate with a timeout too short for a reboot",
 			manifest: `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3RemediationTemplate
 metadata: {name: quick, namespace: tenant-a}
 spec:
   template:
     spec:
-      strategy: {type: Reboot, retryLimit: 1, timeout: 10s}`,
-			wantInMessage: []string{"spec.template.spec.strategy.timeout"},
+      strategy: {type: Reboot, retryLimit: 1, timeoutSeconds: 10}`,
+			wantInMessage: []string{"spec.template.spec.strategy.timeoutSeconds"},
 		},
 	}
 	for _, tc := range invalid {
@@ -278,6 +277,8 @@ spec:
 
 	t.Run("defaults are applied", func(t *testing.T) {
 		g := NewWithT(t)
+		// Deliberately upstream-shaped (v1beta1): noCloudProvider exists only
+		// there, and conversion turns it into cloudProviderEnabled.
 		cluster := fromYAML(t, `
 apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
 kind: Metal3Cluster
@@ -290,11 +291,11 @@ spec:
 		g.Expect(c.Create(ctx, cluster)).To(Succeed())
 		got := &infrav1.Metal3Cluster{}
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cluster), got)).To(Succeed())
-		g.Expect(got.Spec.ControlPlaneEndpoint.Port).To(Equal(6443))
+		g.Expect(got.Spec.ControlPlaneEndpoint.Port).To(Equal(int32(6443)))
 		g.Expect(got.Spec.CloudProviderEnabled).To(HaveValue(BeFalse()))
 
 		remediation := fromYAML(t, `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3Remediation
 metadata: {name: defaulted, namespace: tenant-a}
 spec: {}`)
@@ -303,11 +304,11 @@ spec: {}`)
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(remediation), gotRemediation)).To(Succeed())
 		g.Expect(gotRemediation.Spec.Strategy).NotTo(BeNil())
 		g.Expect(gotRemediation.Spec.Strategy.Type).To(Equal(infrav1.RebootRemediationStrategy))
-		g.Expect(gotRemediation.Spec.Strategy.RetryLimit).To(Equal(1))
-		g.Expect(gotRemediation.Spec.Strategy.Timeout.Duration).To(Equal(600 * time.Second))
+		g.Expect(gotRemediation.Spec.Strategy.RetryLimit).To(Equal(int32(1)))
+		g.Expect(gotRemediation.Spec.Strategy.TimeoutSeconds).To(Equal(int32(600)))
 
 		machine := fromYAML(t, `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3Machine
 metadata: {name: defaulted, namespace: tenant-a}
 spec:
@@ -318,11 +319,10 @@ spec:
 		g.Expect(c.Create(ctx, machine)).To(Succeed())
 		gotMachine := &infrav1.Metal3Machine{}
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(machine), gotMachine)).To(Succeed())
-		g.Expect(gotMachine.Spec.Image.ChecksumType).To(HaveValue(Equal("sha256")))
-		g.Expect(gotMachine.Spec.DataTemplate.Kind).To(Equal("Metal3DataTemplate"))
+		g.Expect(gotMachine.Spec.Image.ChecksumType).To(Equal("sha256"))
 
 		template := fromYAML(t, `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3MachineTemplate
 metadata: {name: defaulted, namespace: tenant-a}
 spec:
@@ -344,7 +344,7 @@ spec:
 		machine := &infrav1.Metal3Machine{
 			ObjectMeta: metav1.ObjectMeta{Name: "associated", Namespace: tenantNamespace},
 			Spec: infrav1.Metal3MachineSpec{
-				CustomDeploy: &infrav1.CustomDeploy{Method: "install_coreos"},
+				CustomDeploy: infrav1.CustomDeploy{Method: "install_coreos"},
 				IdentityRef:  &infrav1.IdentityRef{Name: "pool-east"},
 			},
 		}
@@ -369,8 +369,8 @@ spec:
 		g := NewWithT(t)
 		template := &infrav1.Metal3MachineTemplate{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenantNamespace, Name: "defaulted"}, template)).To(Succeed())
-		template.Spec.Template.Spec.AutomatedCleaningMode = ptr.To("disabled")
-		template.Spec.NodeReuse = true
+		template.Spec.Template.Spec.AutomatedCleaningMode = "disabled"
+		template.Spec.NodeReuse = ptr.To(true)
 		g.Expect(c.Update(ctx, template)).To(Succeed())
 		template.Spec.Template.Spec.CustomDeploy.Method = "install_flatcar"
 		err := c.Update(ctx, template)
@@ -385,7 +385,7 @@ spec:
 		g := NewWithT(t)
 		machine := &infrav1.Metal3Machine{
 			ObjectMeta: metav1.ObjectMeta{Name: "recorded", Namespace: tenantNamespace},
-			Spec:       infrav1.Metal3MachineSpec{CustomDeploy: &infrav1.CustomDeploy{Method: "install_coreos"}},
+			Spec:       infrav1.Metal3MachineSpec{CustomDeploy: infrav1.CustomDeploy{Method: "install_coreos"}},
 		}
 		g.Expect(c.Create(ctx, machine)).To(Succeed())
 		machine.Annotations = map[string]string{infrav1.ConsumerIDAnnotation: "someone-else"}

@@ -22,7 +22,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // The identityRef rules of Metal3Machines and Metal3MachineTemplates; those

@@ -22,11 +22,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // defaultAPIServerPort is the port kubeadm's API servers listen on; a
@@ -36,8 +35,8 @@ const defaultAPIServerPort = 6443
 // Metal3Cluster defaults and validates Metal3Clusters.
 type Metal3Cluster struct{}
 
-// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta1-metal3cluster,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3clusters,versions=v1beta1,name=default.metal3cluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3cluster,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3clusters,versions=v1beta1,name=validation.metal3cluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta2-metal3cluster,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3clusters,versions=v1beta2,name=default.metal3cluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta2-metal3cluster,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3clusters,versions=v1beta2,name=validation.metal3cluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // SetupWebhookWithManager registers the webhook with the manager's webhook server.
 func (w *Metal3Cluster) SetupWebhookWithManager(mgr ctrl.Manager) error {
@@ -52,10 +51,8 @@ var (
 	_ admission.Validator[*infrav1.Metal3Cluster] = &Metal3Cluster{}
 )
 
-// Default fills in the API server port and identityRef's kind, and derives
-// cloudProviderEnabled from the deprecated noCloudProvider, so controllers
-// read one field. It does not write noCloudProvider back: then a set
-// noCloudProvider is always the user's, and worth a deprecation warning.
+// Default fills in the API server port and identityRef's kind. (v1beta1's
+// deprecated noCloudProvider becomes cloudProviderEnabled in conversion.)
 func (*Metal3Cluster) Default(_ context.Context, c *infrav1.Metal3Cluster) error {
 	defaultMetal3ClusterSpec(&c.Spec)
 	return nil
@@ -65,16 +62,13 @@ func defaultMetal3ClusterSpec(spec *infrav1.Metal3ClusterSpec) {
 	if spec.ControlPlaneEndpoint.Host != "" && spec.ControlPlaneEndpoint.Port == 0 {
 		spec.ControlPlaneEndpoint.Port = defaultAPIServerPort
 	}
-	if spec.CloudProviderEnabled == nil && spec.NoCloudProvider != nil {
-		spec.CloudProviderEnabled = ptr.To(!*spec.NoCloudProvider)
-	}
 	defaultIdentityRef(spec.IdentityRef)
 }
 
 // ValidateCreate validates a new Metal3Cluster.
 func (*Metal3Cluster) ValidateCreate(_ context.Context, c *infrav1.Metal3Cluster) (admission.Warnings, error) {
 	errs := validateMetal3ClusterSpec(&c.Spec, field.NewPath("spec"), true)
-	return deprecationWarnings(&c.Spec), toAPIError(groupKind("Metal3Cluster"), c.Name, errs)
+	return nil, toAPIError(groupKind("Metal3Cluster"), c.Name, errs)
 }
 
 // ValidateUpdate validates a change. The control plane endpoint cannot move
@@ -88,7 +82,7 @@ func (*Metal3Cluster) ValidateUpdate(_ context.Context, oldCluster, newCluster *
 		errs = append(errs, field.Forbidden(path.Child("controlPlaneEndpoint"),
 			fmt.Sprintf("is immutable once set (was %s:%d)", oldEndpoint.Host, oldEndpoint.Port)))
 	}
-	return deprecationWarnings(&newCluster.Spec), toAPIError(groupKind("Metal3Cluster"), newCluster.Name, errs)
+	return nil, toAPIError(groupKind("Metal3Cluster"), newCluster.Name, errs)
 }
 
 // ValidateDelete allows every deletion; the controller's finalizer keeps the
@@ -113,24 +107,21 @@ func validateMetal3ClusterSpec(spec *infrav1.Metal3ClusterSpec, path *field.Path
 		}
 		errs = append(errs, validatePort(spec.ControlPlaneEndpoint.Port, endpoint.Child("port"))...)
 	}
-	if spec.NoCloudProvider != nil && spec.CloudProviderEnabled != nil && *spec.NoCloudProvider == *spec.CloudProviderEnabled {
-		errs = append(errs, field.Invalid(path.Child("cloudProviderEnabled"), *spec.CloudProviderEnabled,
-			"contradicts the deprecated noCloudProvider; set only cloudProviderEnabled"))
-	}
-	for name := range spec.FailureDomains {
+	names := make(map[string]bool, len(spec.FailureDomains))
+	for i, fd := range spec.FailureDomains {
+		p := path.Child("failureDomains").Index(i).Child("name")
+		// The list is keyed by name: a second entry of a name would leave
+		// which attributes the domain has to chance.
+		if names[fd.Name] {
+			errs = append(errs, field.Duplicate(p, fd.Name))
+			continue
+		}
+		names[fd.Name] = true
 		// Failure domain names are matched against a host label value.
-		for _, msg := range validation.IsValidLabelValue(name) {
-			errs = append(errs, field.Invalid(path.Child("failureDomains").Key(name), name,
-				"must be usable as a label value: "+msg))
+		for _, msg := range validation.IsValidLabelValue(fd.Name) {
+			errs = append(errs, field.Invalid(p, fd.Name, "must be usable as a label value: "+msg))
 		}
 	}
 	errs = append(errs, validateIdentityRef(spec.IdentityRef, path.Child("identityRef"))...)
 	return errs
-}
-
-func deprecationWarnings(spec *infrav1.Metal3ClusterSpec) admission.Warnings {
-	if spec.NoCloudProvider != nil {
-		return admission.Warnings{"spec.noCloudProvider is deprecated; use spec.cloudProviderEnabled"}
-	}
-	return nil
 }

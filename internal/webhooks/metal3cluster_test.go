@@ -24,16 +24,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 func validMetal3ClusterSpec() infrav1.Metal3ClusterSpec {
 	return infrav1.Metal3ClusterSpec{
 		ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.168.111.249", Port: 6443},
 		CloudProviderEnabled: ptr.To(false),
-		FailureDomains: map[string]infrav1.FailureDomainSpec{
-			"rack-a": {ControlPlane: true, Attributes: map[string]string{"rack": "a"}},
+		FailureDomains: []clusterv1.FailureDomain{
+			{Name: "rack-a", ControlPlane: ptr.To(true), Attributes: map[string]string{"rack": "a"}},
 		},
 	}
 }
@@ -76,29 +77,19 @@ var clusterSpecDefaultCases = []struct {
 		expect: infrav1.Metal3ClusterSpec{},
 	},
 	{
-		name:   "cloudProviderEnabled=false from noCloudProvider=true",
-		spec:   infrav1.Metal3ClusterSpec{NoCloudProvider: ptr.To(true)},
-		expect: infrav1.Metal3ClusterSpec{NoCloudProvider: ptr.To(true), CloudProviderEnabled: ptr.To(false)},
-	},
-	{
-		name:   "cloudProviderEnabled=true from noCloudProvider=false",
-		spec:   infrav1.Metal3ClusterSpec{NoCloudProvider: ptr.To(false)},
-		expect: infrav1.Metal3ClusterSpec{NoCloudProvider: ptr.To(false), CloudProviderEnabled: ptr.To(true)},
-	},
-	{
-		name:   "deprecated noCloudProvider not written back from cloudProviderEnabled=false",
+		name:   "cloudProviderEnabled=false kept",
 		spec:   infrav1.Metal3ClusterSpec{CloudProviderEnabled: ptr.To(false)},
 		expect: infrav1.Metal3ClusterSpec{CloudProviderEnabled: ptr.To(false)},
 	},
 	{
-		name:   "deprecated noCloudProvider not written back from cloudProviderEnabled=true",
+		name:   "cloudProviderEnabled=true kept",
 		spec:   infrav1.Metal3ClusterSpec{CloudProviderEnabled: ptr.To(true)},
 		expect: infrav1.Metal3ClusterSpec{CloudProviderEnabled: ptr.To(true)},
 	},
 	{
-		name:   "both set are left alone, even when contradictory",
-		spec:   infrav1.Metal3ClusterSpec{NoCloudProvider: ptr.To(true), CloudProviderEnabled: ptr.To(true)},
-		expect: infrav1.Metal3ClusterSpec{NoCloudProvider: ptr.To(true), CloudProviderEnabled: ptr.To(true)},
+		name:   "cloudProviderEnabled left unset",
+		spec:   infrav1.Metal3ClusterSpec{},
+		expect: infrav1.Metal3ClusterSpec{},
 	},
 	{
 		name: "identityRef kind Secret when unset",
@@ -177,12 +168,6 @@ var clusterSpecCases = []clusterSpecCase{
 	{
 		name:   "valid IPv6 host",
 		mutate: func(s *infrav1.Metal3ClusterSpec) { s.ControlPlaneEndpoint.Host = "fd00:1::249" },
-	},
-	{
-		name: "valid consistent noCloudProvider and cloudProviderEnabled",
-		mutate: func(s *infrav1.Metal3ClusterSpec) {
-			s.NoCloudProvider, s.CloudProviderEnabled = ptr.To(true), ptr.To(false)
-		},
 	},
 	{
 		name:   "valid without failure domains",
@@ -266,25 +251,24 @@ var clusterSpecCases = []clusterSpecCase{
 		wantFields: []string{"controlPlaneEndpoint.host"},
 	},
 	{
-		name: "noCloudProvider and cloudProviderEnabled both true",
+		name: "valid several failure domains",
 		mutate: func(s *infrav1.Metal3ClusterSpec) {
-			s.NoCloudProvider, s.CloudProviderEnabled = ptr.To(true), ptr.To(true)
+			s.FailureDomains = append(s.FailureDomains, clusterv1.FailureDomain{Name: "rack-b"})
 		},
-		wantFields: []string{"cloudProviderEnabled"},
-	},
-	{
-		name: "noCloudProvider and cloudProviderEnabled both false",
-		mutate: func(s *infrav1.Metal3ClusterSpec) {
-			s.NoCloudProvider, s.CloudProviderEnabled = ptr.To(false), ptr.To(false)
-		},
-		wantFields: []string{"cloudProviderEnabled"},
 	},
 	{
 		name: "failure domain name not a label value",
 		mutate: func(s *infrav1.Metal3ClusterSpec) {
-			s.FailureDomains = map[string]infrav1.FailureDomainSpec{"rack a/1": {ControlPlane: true}}
+			s.FailureDomains = []clusterv1.FailureDomain{{Name: "rack a/1", ControlPlane: ptr.To(true)}}
 		},
-		wantFields: []string{"failureDomains[rack a/1]"},
+		wantFields: []string{"failureDomains[0].name"},
+	},
+	{
+		name: "failure domain named twice",
+		mutate: func(s *infrav1.Metal3ClusterSpec) {
+			s.FailureDomains = append(s.FailureDomains, clusterv1.FailureDomain{Name: "rack-a", ControlPlane: ptr.To(false)})
+		},
+		wantFields: []string{"failureDomains[1].name"},
 	},
 }
 
@@ -311,26 +295,6 @@ func TestMetal3ClusterValidateCreate(t *testing.T) {
 			_, err := (&Metal3Cluster{}).ValidateCreate(context.Background(), c)
 			expectFieldErrors(t, err, prefixed("spec.", tc.wantFields)...)
 		})
-	}
-}
-
-func TestMetal3ClusterDeprecationWarning(t *testing.T) {
-	c := validMetal3Cluster()
-	c.Spec.CloudProviderEnabled, c.Spec.NoCloudProvider = nil, ptr.To(true)
-	// As admission runs it: defaulting first, then validation.
-	if err := (&Metal3Cluster{}).Default(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
-	warnings, err := (&Metal3Cluster{}).ValidateCreate(context.Background(), c)
-	expectFieldErrors(t, err)
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "spec.noCloudProvider") {
-		t.Errorf("warnings = %q, want one about spec.noCloudProvider", warnings)
-	}
-
-	c = validMetal3Cluster()
-	warnings, _ = (&Metal3Cluster{}).ValidateCreate(context.Background(), c)
-	if len(warnings) != 0 {
-		t.Errorf("warnings = %q for a spec without noCloudProvider, want none", warnings)
 	}
 }
 
@@ -392,7 +356,7 @@ func TestMetal3ClusterValidateUpdate(t *testing.T) {
 			name: "failure domains changed",
 			old:  func(*infrav1.Metal3Cluster) {},
 			new: func(c *infrav1.Metal3Cluster) {
-				c.Spec.FailureDomains["rack-b"] = infrav1.FailureDomainSpec{ControlPlane: true}
+				c.Spec.FailureDomains = append(c.Spec.FailureDomains, clusterv1.FailureDomain{Name: "rack-b", ControlPlane: ptr.To(true)})
 			},
 		},
 		{
@@ -508,7 +472,7 @@ func TestMetal3ClusterTemplateValidateUpdate(t *testing.T) {
 		{
 			name: "failure domain added",
 			new: func(t *infrav1.Metal3ClusterTemplate) {
-				t.Spec.Template.Spec.FailureDomains["rack-b"] = infrav1.FailureDomainSpec{}
+				t.Spec.Template.Spec.FailureDomains = append(t.Spec.Template.Spec.FailureDomains, clusterv1.FailureDomain{Name: "rack-b"})
 			},
 			wantFields: []string{"spec.template.spec"},
 		},

@@ -26,7 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // Metal3ClusterIdentity validates Metal3ClusterIdentities. It has no
@@ -35,7 +35,7 @@ import (
 // that changes nothing would only be one more thing that can fail.
 type Metal3ClusterIdentity struct{}
 
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3clusteridentity,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3clusteridentities,versions=v1beta1,name=validation.metal3clusteridentity.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta2-metal3clusteridentity,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3clusteridentities,versions=v1beta2,name=validation.metal3clusteridentity.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // SetupWebhookWithManager registers the webhook with the manager's webhook server.
 func (w *Metal3ClusterIdentity) SetupWebhookWithManager(mgr ctrl.Manager) error {

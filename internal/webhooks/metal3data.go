@@ -19,18 +19,18 @@ package webhooks
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // Metal3DataClaim validates Metal3DataClaims.
 type Metal3DataClaim struct{}
 
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3dataclaim,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims,versions=v1beta1,name=validation.metal3dataclaim.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta2-metal3dataclaim,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims,versions=v1beta2,name=validation.metal3dataclaim.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // SetupWebhookWithManager registers the webhook with the manager's webhook server.
 func (w *Metal3DataClaim) SetupWebhookWithManager(mgr ctrl.Manager) error {
@@ -41,14 +41,14 @@ func (w *Metal3DataClaim) SetupWebhookWithManager(mgr ctrl.Manager) error {
 
 // ValidateCreate requires a template in the claim's own namespace.
 func (*Metal3DataClaim) ValidateCreate(_ context.Context, c *infrav1.Metal3DataClaim) (admission.Warnings, error) {
-	errs := validateLocalTemplateRef(c.Spec.Template.Name, c.Spec.Template.Namespace, c.Namespace, field.NewPath("spec", "template"))
+	errs := validateLocalTemplateRef(c.Spec.Template, c.Namespace, field.NewPath("spec", "template"))
 	return nil, toAPIError(groupKind("Metal3DataClaim"), c.Name, errs)
 }
 
 // ValidateUpdate keeps the claim's template fixed: its index belongs to that template.
 func (*Metal3DataClaim) ValidateUpdate(_ context.Context, oldClaim, newClaim *infrav1.Metal3DataClaim) (admission.Warnings, error) {
 	var errs field.ErrorList
-	if oldClaim.Spec.Template.Name != newClaim.Spec.Template.Name || oldClaim.Spec.Template.Namespace != newClaim.Spec.Template.Namespace {
+	if !sameObjectRef(oldClaim.Spec.Template, newClaim.Spec.Template) {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "template"), "is immutable"))
 	}
 	return nil, toAPIError(groupKind("Metal3DataClaim"), newClaim.Name, errs)
@@ -62,7 +62,7 @@ func (*Metal3DataClaim) ValidateDelete(context.Context, *infrav1.Metal3DataClaim
 // Metal3Data validates Metal3Data.
 type Metal3Data struct{}
 
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3data,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3datas,versions=v1beta1,name=validation.metal3data.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta2-metal3data,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3datas,versions=v1beta2,name=validation.metal3data.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // SetupWebhookWithManager registers the webhook with the manager's webhook server.
 func (w *Metal3Data) SetupWebhookWithManager(mgr ctrl.Manager) error {
@@ -75,12 +75,12 @@ func (w *Metal3Data) SetupWebhookWithManager(mgr ctrl.Manager) error {
 // to be non-negative.
 func (*Metal3Data) ValidateCreate(_ context.Context, d *infrav1.Metal3Data) (admission.Warnings, error) {
 	path := field.NewPath("spec")
-	errs := validateLocalTemplateRef(d.Spec.Template.Name, d.Spec.Template.Namespace, d.Namespace, path.Child("template"))
-	if d.Spec.Claim.Name == "" {
+	errs := validateLocalTemplateRef(d.Spec.Template, d.Namespace, path.Child("template"))
+	if d.Spec.Claim == nil || d.Spec.Claim.Name == "" {
 		errs = append(errs, field.Required(path.Child("claim", "name"), "the Metal3DataClaim this data is rendered for is required"))
 	}
-	if d.Spec.Index < 0 {
-		errs = append(errs, field.Invalid(path.Child("index"), d.Spec.Index, "must not be negative"))
+	if d.Spec.Index != nil && *d.Spec.Index < 0 {
+		errs = append(errs, field.Invalid(path.Child("index"), *d.Spec.Index, "must not be negative"))
 	}
 	return nil, toAPIError(groupKind("Metal3Data"), d.Name, errs)
 }
@@ -90,13 +90,14 @@ func (*Metal3Data) ValidateCreate(_ context.Context, d *infrav1.Metal3Data) (adm
 func (*Metal3Data) ValidateUpdate(_ context.Context, oldData, newData *infrav1.Metal3Data) (admission.Warnings, error) {
 	path := field.NewPath("spec")
 	errs := validatePoolRecords(oldData, newData)
-	if oldData.Spec.Index != newData.Spec.Index {
+	// An unset index is index 0, as v1beta1's integer without a value was.
+	if ptr.Deref(oldData.Spec.Index, 0) != ptr.Deref(newData.Spec.Index, 0) {
 		errs = append(errs, field.Forbidden(path.Child("index"), "is immutable"))
 	}
-	if !equality.Semantic.DeepEqual(refName(oldData.Spec.Claim.Name, oldData.Spec.Claim.Namespace), refName(newData.Spec.Claim.Name, newData.Spec.Claim.Namespace)) {
+	if !sameObjectRef(oldData.Spec.Claim, newData.Spec.Claim) {
 		errs = append(errs, field.Forbidden(path.Child("claim"), "is immutable"))
 	}
-	if !equality.Semantic.DeepEqual(refName(oldData.Spec.Template.Name, oldData.Spec.Template.Namespace), refName(newData.Spec.Template.Name, newData.Spec.Template.Namespace)) {
+	if !sameObjectRef(oldData.Spec.Template, newData.Spec.Template) {
 		errs = append(errs, field.Forbidden(path.Child("template"), "is immutable"))
 	}
 	return nil, toAPIError(groupKind("Metal3Data"), newData.Name, errs)
@@ -107,16 +108,21 @@ func (*Metal3Data) ValidateDelete(context.Context, *infrav1.Metal3Data) (admissi
 	return nil, nil
 }
 
-func refName(name, namespace string) [2]string { return [2]string{namespace, name} }
+// sameObjectRef reports whether a and b name the same object; an unset
+// reference is the same as one with empty fields.
+func sameObjectRef(a, b *infrav1.Metal3ObjectRef) bool {
+	return ptr.Deref(a, infrav1.Metal3ObjectRef{}) == ptr.Deref(b, infrav1.Metal3ObjectRef{})
+}
 
 // validateLocalTemplateRef requires a Metal3DataTemplate in the object's own
 // namespace: a claim must not allocate from another tenant's template.
-func validateLocalTemplateRef(name, namespace, ownNamespace string, path *field.Path) field.ErrorList {
+func validateLocalTemplateRef(ref *infrav1.Metal3ObjectRef, ownNamespace string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if name == "" {
+	r := ptr.Deref(ref, infrav1.Metal3ObjectRef{})
+	if r.Name == "" {
 		errs = append(errs, field.Required(path.Child("name"), "name of the Metal3DataTemplate is required"))
 	}
-	if namespace != "" && ownNamespace != "" && namespace != ownNamespace {
+	if r.Namespace != "" && ownNamespace != "" && r.Namespace != ownNamespace {
 		errs = append(errs, field.Forbidden(path.Child("namespace"), "must be empty or the object's own namespace"))
 	}
 	return errs

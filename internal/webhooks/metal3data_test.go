@@ -22,15 +22,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
-func templateRef(name, namespace string) corev1.ObjectReference {
-	return corev1.ObjectReference{
-		APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3DataTemplate", Name: name, Namespace: namespace,
-	}
+func templateRef(name, namespace string) *infrav1.Metal3ObjectRef {
+	return &infrav1.Metal3ObjectRef{Name: name, Namespace: namespace}
 }
 
 func validDataClaim() *infrav1.Metal3DataClaim {
@@ -44,13 +43,10 @@ func validData() *infrav1.Metal3Data {
 	return &infrav1.Metal3Data{
 		ObjectMeta: metav1.ObjectMeta{Name: "workload-1-workers-template-3", Namespace: testNamespace},
 		Spec: infrav1.Metal3DataSpec{
-			Index:             3,
+			Index:             ptr.To[int32](3),
 			TemplateReference: "workload-1-workers-template",
-			Claim: corev1.ObjectReference{
-				APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3DataClaim",
-				Name: "workload-1-md-0-5xq9z-hf7wk", Namespace: testNamespace,
-			},
-			Template: templateRef("workload-1-workers-template-v2", testNamespace),
+			Claim:             &infrav1.Metal3ObjectRef{Name: "workload-1-md-0-5xq9z-hf7wk", Namespace: testNamespace},
+			Template:          templateRef("workload-1-workers-template-v2", testNamespace),
 		},
 	}
 }
@@ -74,6 +70,11 @@ func TestMetal3DataClaimValidateCreate(t *testing.T) {
 		{
 			name:       "template without name",
 			mutate:     func(c *infrav1.Metal3DataClaim) { c.Spec.Template.Name = "" },
+			wantFields: []string{"spec.template.name"},
+		},
+		{
+			name:       "no template",
+			mutate:     func(c *infrav1.Metal3DataClaim) { c.Spec.Template = nil },
 			wantFields: []string{"spec.template.name"},
 		},
 	}
@@ -103,7 +104,7 @@ func TestMetal3DataClaimValidateUpdate(t *testing.T) {
 		{
 			name: "status changed",
 			mutate: func(c *infrav1.Metal3DataClaim) {
-				c.Status.RenderedData = &corev1.ObjectReference{Name: "workload-1-workers-template-3"}
+				c.Status.RenderedData = &infrav1.Metal3ObjectRef{Name: "workload-1-workers-template-3"}
 			},
 		},
 		{
@@ -114,6 +115,11 @@ func TestMetal3DataClaimValidateUpdate(t *testing.T) {
 		{
 			name:       "template namespace changed",
 			mutate:     func(c *infrav1.Metal3DataClaim) { c.Spec.Template.Namespace = "tenant-b" },
+			wantFields: []string{"spec.template"},
+		},
+		{
+			name:       "template removed",
+			mutate:     func(c *infrav1.Metal3DataClaim) { c.Spec.Template = nil },
 			wantFields: []string{"spec.template"},
 		},
 	}
@@ -134,17 +140,18 @@ func TestMetal3DataValidateCreate(t *testing.T) {
 		wantFields []string
 	}{
 		{name: "valid", mutate: func(*infrav1.Metal3Data) {}},
-		{name: "valid index 0", mutate: func(d *infrav1.Metal3Data) { d.Spec.Index = 0 }},
+		{name: "valid index 0", mutate: func(d *infrav1.Metal3Data) { d.Spec.Index = ptr.To[int32](0) }},
+		{name: "valid without index", mutate: func(d *infrav1.Metal3Data) { d.Spec.Index = nil }},
 		{
 			name: "valid with Secret names",
 			mutate: func(d *infrav1.Metal3Data) {
-				d.Spec.MetaData = &infrav1.SecretReference{Name: "workload-1-workers-template-3-metadata"}
-				d.Spec.NetworkData = &infrav1.SecretReference{Name: "workload-1-workers-template-3-networkdata"}
+				d.Spec.MetaData = &corev1.SecretReference{Name: "workload-1-workers-template-3-metadata"}
+				d.Spec.NetworkData = &corev1.SecretReference{Name: "workload-1-workers-template-3-networkdata"}
 			},
 		},
 		{
 			name:       "negative index",
-			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Index = -1 },
+			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Index = ptr.To[int32](-1) },
 			wantFields: []string{"spec.index"},
 		},
 		{
@@ -153,8 +160,18 @@ func TestMetal3DataValidateCreate(t *testing.T) {
 			wantFields: []string{"spec.claim.name"},
 		},
 		{
+			name:       "no claim",
+			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Claim = nil },
+			wantFields: []string{"spec.claim.name"},
+		},
+		{
 			name:       "template without name",
 			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Template.Name = "" },
+			wantFields: []string{"spec.template.name"},
+		},
+		{
+			name:       "no template",
+			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Template = nil },
 			wantFields: []string{"spec.template.name"},
 		},
 		{
@@ -212,19 +229,24 @@ func TestMetal3DataValidateUpdate(t *testing.T) {
 			mutate: func(d *infrav1.Metal3Data) { d.Spec.TemplateReference = "workload-1-workers" },
 		},
 		{
-			name: "claim uid set",
-			mutate: func(d *infrav1.Metal3Data) {
-				d.Spec.Claim.UID = "6f1f3a0e-5b7c-4c59-9a51-3e1c1c8b0d2a"
-			},
-		},
-		{
 			name:   "status changed",
-			mutate: func(d *infrav1.Metal3Data) { d.Status.Ready = true },
+			mutate: func(d *infrav1.Metal3Data) { d.Status.Ready = ptr.To(true) },
 		},
 		{
 			name:       "index changed",
-			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Index = 4 },
+			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Index = ptr.To[int32](4) },
 			wantFields: []string{"spec.index"},
+		},
+		{
+			name:       "index removed",
+			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Index = nil },
+			wantFields: []string{"spec.index"},
+		},
+		{
+			// An unset index is index 0.
+			name:   "index 0 written where it was unset",
+			old:    func(d *infrav1.Metal3Data) { d.Spec.Index = nil },
+			mutate: func(d *infrav1.Metal3Data) { d.Spec.Index = ptr.To[int32](0) },
 		},
 		{
 			name:       "claim changed",
@@ -235,6 +257,11 @@ func TestMetal3DataValidateUpdate(t *testing.T) {
 			name:       "template changed",
 			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Template.Name = "workload-1-workers-template-v3" },
 			wantFields: []string{"spec.template"},
+		},
+		{
+			name:       "claim removed",
+			mutate:     func(d *infrav1.Metal3Data) { d.Spec.Claim = nil },
+			wantFields: []string{"spec.claim"},
 		},
 	}
 	for _, tc := range tests {

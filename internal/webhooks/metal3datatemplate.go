@@ -22,16 +22,17 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // Metal3DataTemplate validates Metal3DataTemplates.
 type Metal3DataTemplate struct{}
 
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3datatemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3datatemplates,versions=v1beta1,name=validation.metal3datatemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta2-metal3datatemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3datatemplates,versions=v1beta2,name=validation.metal3datatemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // SetupWebhookWithManager registers the webhook with the manager's webhook server.
 func (w *Metal3DataTemplate) SetupWebhookWithManager(mgr ctrl.Manager) error {
@@ -123,10 +124,10 @@ func validateMetaDataTemplate(md *infrav1.MetaData, path *field.Path) field.Erro
 	// entries with the same key is reported, and it must not vary.
 	for _, list := range []struct {
 		name  string
-		pools []infrav1.MetaDataFromIPPool
+		pools []infrav1.FromPool
 	}{
-		{"ipAddressesFromIPPool", md.IPAddressesFromIPPool}, {"prefixesFromIPPool", md.PrefixesFromIPPool},
-		{"gatewaysFromIPPool", md.GatewaysFromIPPool}, {"dnsServersFromIPPool", md.DNSServersFromIPPool},
+		{"ipAddressesFromPool", md.IPAddressesFromPool}, {"prefixesFromPool", md.PrefixesFromPool},
+		{"gatewaysFromPool", md.GatewaysFromPool}, {"dnsServersFromPool", md.DNSServersFromPool},
 	} {
 		for i, pool := range list.pools {
 			p := path.Child(list.name).Index(i)
@@ -145,7 +146,7 @@ func validateMetaDataTemplate(md *infrav1.MetaData, path *field.Path) field.Erro
 	for i, h := range md.FromHostInterfaces {
 		p := path.Child("fromHostInterfaces").Index(i)
 		errs = append(errs, keys.add(h.Key, p.Child("key"))...)
-		if (h.Interface == "") == !h.FromBootMAC {
+		if (h.Interface == "") == !ptr.Deref(h.FromBootMAC, false) {
 			errs = append(errs, field.Invalid(p, h.Interface, "set exactly one of interface and fromBootMAC"))
 		}
 	}
@@ -180,17 +181,17 @@ func validateNetworkDataTemplate(nd *infrav1.NetworkData, path *field.Path) fiel
 		for i, e := range links.Ethernets {
 			p := lp.Child("ethernets").Index(i)
 			addLink(e.ID, p.Child("id"))
-			errs = append(errs, validateMACSource(&e.MACAddress, p.Child("macAddress"))...)
+			errs = append(errs, validateMACSource(e.MACAddress, p.Child("macAddress"))...)
 		}
 		for i, b := range links.Bonds {
 			p := lp.Child("bonds").Index(i)
 			addLink(b.ID, p.Child("id"))
-			errs = append(errs, validateMACSource(&b.MACAddress, p.Child("macAddress"))...)
+			errs = append(errs, validateMACSource(b.MACAddress, p.Child("macAddress"))...)
 		}
-		for i, v := range links.VLANs {
+		for i, v := range links.Vlans {
 			p := lp.Child("vlans").Index(i)
 			addLink(v.ID, p.Child("id"))
-			errs = append(errs, validateMACSource(&v.MACAddress, p.Child("macAddress"))...)
+			errs = append(errs, validateMACSource(v.MACAddress, p.Child("macAddress"))...)
 		}
 		// Members and parents are checked once every link ID is known, so
 		// the order of the lists does not matter.
@@ -201,9 +202,9 @@ func validateNetworkDataTemplate(nd *infrav1.NetworkData, path *field.Path) fiel
 				}
 			}
 		}
-		for i, v := range links.VLANs {
-			if !linkIDs[v.VLANLink] || v.VLANLink == v.ID {
-				errs = append(errs, field.NotFound(lp.Child("vlans").Index(i).Child("vlanLink"), v.VLANLink))
+		for i, v := range links.Vlans {
+			if !linkIDs[v.VlanLink] || v.VlanLink == v.ID {
+				errs = append(errs, field.NotFound(lp.Child("vlans").Index(i).Child("vlanLink"), v.VlanLink))
 			}
 		}
 	}
@@ -213,7 +214,7 @@ func validateNetworkDataTemplate(nd *infrav1.NetworkData, path *field.Path) fiel
 	return errs
 }
 
-func validateNetworks(nets *infrav1.NetworkDataNetworks, linkIDs map[string]bool, path *field.Path) field.ErrorList {
+func validateNetworks(nets *infrav1.NetworkDataNetwork, linkIDs map[string]bool, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	networkIDs := map[string]bool{}
 	checkNetwork := func(id, link string, p *field.Path) {
@@ -229,9 +230,9 @@ func validateNetworks(nets *infrav1.NetworkDataNetworks, linkIDs map[string]bool
 		p := path.Child("ipv4").Index(i)
 		checkNetwork(n.ID, n.Link, p)
 		errs = append(errs, atLeastOne(p, "an IPv4 address source",
-			source{"ipAddressFromIPPool", n.IPAddressFromIPPool != nil && *n.IPAddressFromIPPool != ""},
-			source{"fromPoolRef", n.FromPoolRef != nil},
-			source{"fromPoolAnnotation", n.FromPoolAnnotation != nil})...)
+			source{"ipAddressFromIPPool", n.IPAddressFromIPPool != ""},
+			source{"fromPoolRef", n.FromPoolRef != (infrav1.IPPoolReference{})},
+			source{"fromPoolAnnotation", n.FromPoolAnnotation != (infrav1.FromPoolAnnotation{})})...)
 		errs = append(errs, validatePoolRef(n.FromPoolRef, p.Child("fromPoolRef"))...)
 		for j := range n.Routes {
 			errs = append(errs, validateIPv4Route(&n.Routes[j], p.Child("routes").Index(j))...)
@@ -249,8 +250,8 @@ func validateNetworks(nets *infrav1.NetworkDataNetworks, linkIDs map[string]bool
 		checkNetwork(n.ID, n.Link, p)
 		errs = append(errs, atLeastOne(p, "an IPv6 address source",
 			source{"ipAddressFromIPPool", n.IPAddressFromIPPool != ""},
-			source{"fromPoolRef", n.FromPoolRef != nil},
-			source{"fromPoolAnnotation", n.FromPoolAnnotation != nil})...)
+			source{"fromPoolRef", n.FromPoolRef != (infrav1.IPPoolReference{})},
+			source{"fromPoolAnnotation", n.FromPoolAnnotation != (infrav1.FromPoolAnnotation{})})...)
 		errs = append(errs, validatePoolRef(n.FromPoolRef, p.Child("fromPoolRef"))...)
 		for j := range n.Routes {
 			errs = append(errs, validateIPv6Route(&n.Routes[j], p.Child("routes").Index(j))...)
@@ -260,7 +261,7 @@ func validateNetworks(nets *infrav1.NetworkDataNetworks, linkIDs map[string]bool
 	// reported does not vary.
 	for _, list := range []struct {
 		name     string
-		networks []infrav1.IPv6DynamicNetwork
+		networks []infrav1.NetworkDataIPv6DHCP
 	}{{"ipv6DHCP", nets.IPv6DHCP}, {"ipv6SLAAC", nets.IPv6SLAAC}} {
 		for i, n := range list.networks {
 			p := path.Child(list.name).Index(i)
@@ -273,26 +274,29 @@ func validateNetworks(nets *infrav1.NetworkDataNetworks, linkIDs map[string]bool
 	return errs
 }
 
-func validateIPv4Route(r *infrav1.IPv4Route, path *field.Path) field.ErrorList {
+func validateIPv4Route(r *infrav1.NetworkDataRoutev4, path *field.Path) field.ErrorList {
 	g := r.Gateway
-	return atLeastOne(path.Child("gateway"), "a gateway",
-		source{"string", g.String != nil},
-		source{"fromIPPool", g.FromIPPool != nil},
-		source{"fromPoolRef", g.FromPoolRef != nil},
-		source{"fromPoolAnnotation", g.FromPoolAnnotation != nil})
+	return gatewaySources(path.Child("gateway"), g.String != nil, g.FromIPPool, g.FromPoolRef, g.FromPoolAnnotation)
 }
 
-func validateIPv6Route(r *infrav1.IPv6Route, path *field.Path) field.ErrorList {
+func validateIPv6Route(r *infrav1.NetworkDataRoutev6, path *field.Path) field.ErrorList {
 	g := r.Gateway
-	return atLeastOne(path.Child("gateway"), "a gateway",
-		source{"string", g.String != nil},
-		source{"fromIPPool", g.FromIPPool != nil},
-		source{"fromPoolRef", g.FromPoolRef != nil},
-		source{"fromPoolAnnotation", g.FromPoolAnnotation != nil})
+	return gatewaySources(path.Child("gateway"), g.String != nil, g.FromIPPool, g.FromPoolRef, g.FromPoolAnnotation)
 }
 
-func validatePoolRef(ref *infrav1.IPPoolReference, path *field.Path) field.ErrorList {
-	if ref == nil {
+// gatewaySources requires a route's gateway to come from somewhere; the
+// pool fields are values, set when not empty.
+func gatewaySources(path *field.Path, hasString bool, fromIPPool string, ref infrav1.IPPoolReference, annotation infrav1.FromPoolAnnotation) field.ErrorList {
+	return atLeastOne(path, "a gateway",
+		source{"string", hasString},
+		source{"fromIPPool", fromIPPool != ""},
+		source{"fromPoolRef", ref != (infrav1.IPPoolReference{})},
+		source{"fromPoolAnnotation", annotation != (infrav1.FromPoolAnnotation{})})
+}
+
+// validatePoolRef checks a pool reference that is set (not empty).
+func validatePoolRef(ref infrav1.IPPoolReference, path *field.Path) field.ErrorList {
+	if ref == (infrav1.IPPoolReference{}) {
 		return nil
 	}
 	var errs field.ErrorList
@@ -305,14 +309,17 @@ func validatePoolRef(ref *infrav1.IPPoolReference, path *field.Path) field.Error
 	return errs
 }
 
-func validateMACSource(mac *infrav1.MACAddressSource, path *field.Path) field.ErrorList {
+// validateMACSource requires exactly one source of a link's MAC address.
+// The sources are values, set when not empty; no macAddress sets none.
+func validateMACSource(macAddress *infrav1.NetworkLinkEthernetMac, path *field.Path) field.ErrorList {
+	mac := ptr.Deref(macAddress, infrav1.NetworkLinkEthernetMac{})
 	errs := exactlyOne(path, "a MAC address source",
-		source{"string", mac.String != nil},
-		source{"fromHostInterface", mac.FromHostInterface != nil},
-		source{"fromAnnotation", mac.FromAnnotation != nil})
-	if mac.String != nil {
-		if _, err := net.ParseMAC(*mac.String); err != nil {
-			errs = append(errs, field.Invalid(path.Child("string"), *mac.String, "must be a MAC address"))
+		source{"string", mac.String != ""},
+		source{"fromHostInterface", mac.FromHostInterface != ""},
+		source{"fromAnnotation", mac.FromAnnotation != (infrav1.NetworkLinkEthernetMacFromAnnotation{})})
+	if mac.String != "" {
+		if _, err := net.ParseMAC(mac.String); err != nil {
+			errs = append(errs, field.Invalid(path.Child("string"), mac.String, "must be a MAC address"))
 		}
 	}
 	return errs

@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // validDataTemplate renders metadata with one entry of most kinds, and
@@ -38,15 +38,15 @@ func validDataTemplate() *infrav1.Metal3DataTemplate {
 			MetaData: &infrav1.MetaData{
 				Strings:     []infrav1.MetaDataString{{Key: "environment", Value: "production"}},
 				ObjectNames: []infrav1.MetaDataObjectName{{Key: "name", Object: infrav1.DataSourceObjectMachine}},
-				Indexes:     []infrav1.MetaDataIndex{{Key: "node-index", Offset: 10, Step: 1, Prefix: "worker-"}},
+				Indexes:     []infrav1.MetaDataIndex{{Key: "node-index", Offset: ptr.To[int32](10), Step: 1, Prefix: "worker-"}},
 				Namespaces:  []infrav1.MetaDataNamespace{{Key: "namespace"}},
-				IPAddressesFromIPPool: []infrav1.MetaDataFromIPPool{
+				IPAddressesFromPool: []infrav1.FromPool{
 					{Key: "provisioningIP", APIGroup: "ipam.metal3.io", Kind: "IPPool", Name: "provisioning-pool"},
 				},
-				PrefixesFromIPPool: []infrav1.MetaDataFromIPPool{
+				PrefixesFromPool: []infrav1.FromPool{
 					{Key: "provisioningCIDR", APIGroup: "ipam.metal3.io", Kind: "IPPool", Name: "provisioning-pool"},
 				},
-				FromHostInterfaces: []infrav1.MetaDataFromHostInterface{{Key: "boot-mac", FromBootMAC: true}},
+				FromHostInterfaces: []infrav1.MetaDataHostInterface{{Key: "boot-mac", FromBootMAC: ptr.To(true)}},
 				FromLabels: []infrav1.MetaDataFromLabel{
 					{Key: "rack", Object: infrav1.DataSourceObjectBareMetalHost, Label: "example.com/rack"},
 				},
@@ -55,43 +55,43 @@ func validDataTemplate() *infrav1.Metal3DataTemplate {
 				},
 			},
 			NetworkData: &infrav1.NetworkData{
-				Links: &infrav1.NetworkDataLinks{
-					Ethernets: []infrav1.EthernetLink{
-						{Type: infrav1.EthernetLinkTypePhy, ID: "enp2s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp2s0")}},
-						{Type: infrav1.EthernetLinkTypePhy, ID: "enp3s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp3s0")}},
+				Links: &infrav1.NetworkDataLink{
+					Ethernets: []infrav1.NetworkDataLinkEthernet{
+						{Type: infrav1.EthernetLinkTypePhy, ID: "enp2s0", MACAddress: &infrav1.NetworkLinkEthernetMac{FromHostInterface: "enp2s0"}},
+						{Type: infrav1.EthernetLinkTypePhy, ID: "enp3s0", MACAddress: &infrav1.NetworkLinkEthernetMac{FromHostInterface: "enp3s0"}},
 					},
-					Bonds: []infrav1.BondLink{{
+					Bonds: []infrav1.NetworkDataLinkBond{{
 						ID: "bond0", BondMode: infrav1.BondMode8023AD, BondXmitHashPolicy: infrav1.BondXmitHashPolicyLayer34,
-						MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp2s0")},
+						MACAddress: &infrav1.NetworkLinkEthernetMac{FromHostInterface: "enp2s0"},
 						BondLinks:  []string{"enp2s0", "enp3s0"},
 					}},
-					VLANs: []infrav1.VLANLink{{
-						ID: "bond0.100", VLANID: 100, VLANLink: "bond0",
-						MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp2s0")},
+					Vlans: []infrav1.NetworkDataLinkVlan{{
+						ID: "bond0.100", VlanID: ptr.To[int32](100), VlanLink: "bond0",
+						MACAddress: &infrav1.NetworkLinkEthernetMac{FromHostInterface: "enp2s0"},
 					}},
 				},
-				Networks: &infrav1.NetworkDataNetworks{
-					IPv4: []infrav1.IPv4Network{{
-						ID: "storage", Link: "bond0.100", IPAddressFromIPPool: ptr.To("storage-pool"),
-						Routes: []infrav1.IPv4Route{{
-							Network: "172.20.0.0", Prefix: 16,
-							Gateway:  infrav1.IPv4RouteGateway{FromIPPool: ptr.To("storage-pool")},
-							Services: &infrav1.IPv4RouteServices{DNSFromIPPool: ptr.To("storage-pool")},
+				Networks: &infrav1.NetworkDataNetwork{
+					IPv4: []infrav1.NetworkDataIPv4{{
+						ID: "storage", Link: "bond0.100", IPAddressFromIPPool: "storage-pool",
+						Routes: []infrav1.NetworkDataRoutev4{{
+							Network: "172.20.0.0", Prefix: ptr.To[int32](16),
+							Gateway:  infrav1.NetworkGatewayv4{FromIPPool: "storage-pool"},
+							Services: &infrav1.NetworkDataServicev4{DNSFromIPPool: "storage-pool"},
 						}},
 					}},
 				},
-				Services: &infrav1.NetworkDataServices{DNS: []infrav1.IPAddress{"8.8.8.8", "2001:4860:4860::8888"}},
+				Services: &infrav1.NetworkDataService{DNS: []infrav1.IPAddress{"8.8.8.8", "2001:4860:4860::8888"}},
 			},
 		},
 	}
 }
 
-func ipv6Network(id, link, pool string) infrav1.IPv6Network {
-	return infrav1.IPv6Network{ID: id, Link: link, IPAddressFromIPPool: pool}
+func ipv6Network(id, link, pool string) infrav1.NetworkDataIPv6 {
+	return infrav1.NetworkDataIPv6{ID: id, Link: link, IPAddressFromIPPool: pool}
 }
 
-func inClusterPool(name string) *infrav1.IPPoolReference {
-	return &infrav1.IPPoolReference{APIGroup: ptr.To("ipam.cluster.x-k8s.io"), Kind: "InClusterIPPool", Name: name}
+func inClusterPool(name string) infrav1.IPPoolReference {
+	return infrav1.IPPoolReference{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: name}
 }
 
 func TestMetal3DataTemplateValidateCreate(t *testing.T) {
@@ -110,15 +110,15 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 			name: "valid with links listed before the links they refer to",
 			mutate: func(s *spec) {
 				l := s.NetworkData.Links
-				l.VLANs = append(l.VLANs, infrav1.VLANLink{
-					ID: "bond1.200", VLANID: 200, VLANLink: "bond1", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp4s0")},
+				l.Vlans = append(l.Vlans, infrav1.NetworkDataLinkVlan{
+					ID: "bond1.200", VlanID: ptr.To[int32](200), VlanLink: "bond1", MACAddress: &infrav1.NetworkLinkEthernetMac{FromHostInterface: "enp4s0"},
 				})
-				l.Bonds = append(l.Bonds, infrav1.BondLink{
+				l.Bonds = append(l.Bonds, infrav1.NetworkDataLinkBond{
 					ID: "bond1", BondMode: infrav1.BondModeActiveBackup, BondLinks: []string{"enp4s0"},
-					MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp4s0")},
+					MACAddress: &infrav1.NetworkLinkEthernetMac{FromHostInterface: "enp4s0"},
 				})
-				l.Ethernets = append(l.Ethernets, infrav1.EthernetLink{
-					Type: infrav1.EthernetLinkTypePhy, ID: "enp4s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp4s0")},
+				l.Ethernets = append(l.Ethernets, infrav1.NetworkDataLinkEthernet{
+					Type: infrav1.EthernetLinkTypePhy, ID: "enp4s0", MACAddress: &infrav1.NetworkLinkEthernetMac{FromHostInterface: "enp4s0"},
 				})
 			},
 		},
@@ -127,14 +127,14 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 			mutate: func(s *spec) {
 				n := s.NetworkData.Networks
 				n.IPv4 = append(n.IPv4,
-					infrav1.IPv4Network{ID: "v4-ref", Link: "bond0", FromPoolRef: inClusterPool("pool-a")},
-					infrav1.IPv4Network{ID: "v4-annotation", Link: "enp2s0", FromPoolAnnotation: &infrav1.AnnotationSource{
+					infrav1.NetworkDataIPv4{ID: "v4-ref", Link: "bond0", FromPoolRef: inClusterPool("pool-a")},
+					infrav1.NetworkDataIPv4{ID: "v4-annotation", Link: "enp2s0", FromPoolAnnotation: infrav1.FromPoolAnnotation{
 						Object: infrav1.DataSourceObjectBareMetalHost, Annotation: "example.com/pool",
 					}})
-				n.IPv4DHCP = []infrav1.IPv4DynamicNetwork{{ID: "v4-dhcp", Link: "bond0"}}
-				n.IPv6 = []infrav1.IPv6Network{ipv6Network("v6", "bond0", "v6-pool")}
-				n.IPv6DHCP = []infrav1.IPv6DynamicNetwork{{ID: "v6-dhcp", Link: "bond0"}}
-				n.IPv6SLAAC = []infrav1.IPv6DynamicNetwork{{ID: "v6-slaac", Link: "bond0"}}
+				n.IPv4DHCP = []infrav1.NetworkDataIPv4DHCP{{ID: "v4-dhcp", Link: "bond0"}}
+				n.IPv6 = []infrav1.NetworkDataIPv6{ipv6Network("v6", "bond0", "v6-pool")}
+				n.IPv6DHCP = []infrav1.NetworkDataIPv6DHCP{{ID: "v6-dhcp", Link: "bond0"}}
+				n.IPv6SLAAC = []infrav1.NetworkDataIPv6DHCP{{ID: "v6-slaac", Link: "bond0"}}
 			},
 		},
 		{
@@ -142,13 +142,13 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 			mutate: func(s *spec) {
 				n := ipv6Network("v6", "bond0", "")
 				n.FromPoolRef = inClusterPool("v6-pool")
-				s.NetworkData.Networks.IPv6 = []infrav1.IPv6Network{n}
+				s.NetworkData.Networks.IPv6 = []infrav1.NetworkDataIPv6{n}
 			},
 		},
 		{
 			name: "valid MAC address string",
 			mutate: func(s *spec) {
-				s.NetworkData.Links.Ethernets[0].MACAddress = infrav1.MACAddressSource{String: ptr.To("52:54:00:6a:1c:10")}
+				s.NetworkData.Links.Ethernets[0].MACAddress = &infrav1.NetworkLinkEthernetMac{String: "52:54:00:6a:1c:10"}
 			},
 		},
 		{
@@ -175,9 +175,9 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 		{
 			name: "duplicate metaData key across IP pool lists",
 			mutate: func(s *spec) {
-				s.MetaData.PrefixesFromIPPool[0].Key = "provisioningIP" // also ipAddressesFromIPPool[0]
+				s.MetaData.PrefixesFromPool[0].Key = "provisioningIP" // also ipAddressesFromPool[0]
 			},
-			wantFields: []string{"spec.metaData.prefixesFromIPPool[0].key"},
+			wantFields: []string{"spec.metaData.prefixesFromPool[0].key"},
 		},
 		{
 			name:       "empty metaData key",
@@ -192,35 +192,35 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 		{
 			name: "fromHostInterfaces with both interface and fromBootMAC",
 			mutate: func(s *spec) {
-				s.MetaData.FromHostInterfaces[0] = infrav1.MetaDataFromHostInterface{Key: "mac", Interface: "enp1s0", FromBootMAC: true}
+				s.MetaData.FromHostInterfaces[0] = infrav1.MetaDataHostInterface{Key: "mac", Interface: "enp1s0", FromBootMAC: ptr.To(true)}
 			},
 			wantFields: []string{"spec.metaData.fromHostInterfaces[0]"},
 		},
 		{
 			name: "fromHostInterfaces with neither interface nor fromBootMAC",
 			mutate: func(s *spec) {
-				s.MetaData.FromHostInterfaces[0] = infrav1.MetaDataFromHostInterface{Key: "mac"}
+				s.MetaData.FromHostInterfaces[0] = infrav1.MetaDataHostInterface{Key: "mac"}
 			},
 			wantFields: []string{"spec.metaData.fromHostInterfaces[0]"},
 		},
 		{
 			name:       "IP pool with empty name",
-			mutate:     func(s *spec) { s.MetaData.IPAddressesFromIPPool[0].Name = "" },
-			wantFields: []string{"spec.metaData.ipAddressesFromIPPool[0].name"},
+			mutate:     func(s *spec) { s.MetaData.IPAddressesFromPool[0].Name = "" },
+			wantFields: []string{"spec.metaData.ipAddressesFromPool[0].name"},
 		},
 		{
 			name: "gateway pool with empty name",
 			mutate: func(s *spec) {
-				s.MetaData.GatewaysFromIPPool = []infrav1.MetaDataFromIPPool{{Key: "gw", APIGroup: "ipam.metal3.io", Kind: "IPPool"}}
+				s.MetaData.GatewaysFromPool = []infrav1.FromPool{{Key: "gw", APIGroup: "ipam.metal3.io", Kind: "IPPool"}}
 			},
-			wantFields: []string{"spec.metaData.gatewaysFromIPPool[0].name"},
+			wantFields: []string{"spec.metaData.gatewaysFromPool[0].name"},
 		},
 		{
 			name: "DNS pool without kind and apiGroup",
 			mutate: func(s *spec) {
-				s.MetaData.DNSServersFromIPPool = []infrav1.MetaDataFromIPPool{{Key: "dns", Name: "provisioning-pool"}}
+				s.MetaData.DNSServersFromPool = []infrav1.FromPool{{Key: "dns", Name: "provisioning-pool"}}
 			},
-			wantFields: []string{"spec.metaData.dnsServersFromIPPool[0].kind", "spec.metaData.dnsServersFromIPPool[0].apiGroup"},
+			wantFields: []string{"spec.metaData.dnsServersFromPool[0].kind", "spec.metaData.dnsServersFromPool[0].apiGroup"},
 		},
 		{
 			name:       "fromLabels without label",
@@ -237,8 +237,8 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 		{
 			name: "duplicate link id between ethernets",
 			mutate: func(s *spec) {
-				s.NetworkData.Links.Ethernets = append(s.NetworkData.Links.Ethernets, infrav1.EthernetLink{
-					Type: infrav1.EthernetLinkTypePhy, ID: "enp2s0", MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("enp4s0")},
+				s.NetworkData.Links.Ethernets = append(s.NetworkData.Links.Ethernets, infrav1.NetworkDataLinkEthernet{
+					Type: infrav1.EthernetLinkTypePhy, ID: "enp2s0", MACAddress: &infrav1.NetworkLinkEthernetMac{FromHostInterface: "enp4s0"},
 				})
 			},
 			wantFields: []string{"spec.networkData.links.ethernets[2].id"},
@@ -246,7 +246,7 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 		{
 			name: "duplicate link id between an ethernet and a VLAN",
 			mutate: func(s *spec) {
-				s.NetworkData.Links.VLANs[0].ID = "enp3s0"
+				s.NetworkData.Links.Vlans[0].ID = "enp3s0"
 				s.NetworkData.Networks.IPv4[0].Link = "enp3s0"
 			},
 			wantFields: []string{"spec.networkData.links.vlans[0].id"},
@@ -263,27 +263,32 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 		},
 		{
 			name:       "vlanLink not found",
-			mutate:     func(s *spec) { s.NetworkData.Links.VLANs[0].VLANLink = "bond1" },
+			mutate:     func(s *spec) { s.NetworkData.Links.Vlans[0].VlanLink = "bond1" },
 			wantFields: []string{"spec.networkData.links.vlans[0].vlanLink"},
 		},
 		{
 			name: "bad MAC address string",
 			mutate: func(s *spec) {
-				s.NetworkData.Links.Ethernets[0].MACAddress = infrav1.MACAddressSource{String: ptr.To("52:54:00:zz:1c:10")}
+				s.NetworkData.Links.Ethernets[0].MACAddress = &infrav1.NetworkLinkEthernetMac{String: "52:54:00:zz:1c:10"}
 			},
 			wantFields: []string{"spec.networkData.links.ethernets[0].macAddress.string"},
 		},
 		{
 			name: "MAC address from two sources",
 			mutate: func(s *spec) {
-				s.NetworkData.Links.Bonds[0].MACAddress.String = ptr.To("52:54:00:6a:1c:10")
+				s.NetworkData.Links.Bonds[0].MACAddress.String = "52:54:00:6a:1c:10"
 			},
 			wantFields: []string{"spec.networkData.links.bonds[0].macAddress"},
 		},
 		{
 			name:       "MAC address from no source",
-			mutate:     func(s *spec) { s.NetworkData.Links.VLANs[0].MACAddress = infrav1.MACAddressSource{} },
+			mutate:     func(s *spec) { s.NetworkData.Links.Vlans[0].MACAddress = &infrav1.NetworkLinkEthernetMac{} },
 			wantFields: []string{"spec.networkData.links.vlans[0].macAddress"},
+		},
+		{
+			name:       "no macAddress",
+			mutate:     func(s *spec) { s.NetworkData.Links.Ethernets[1].MACAddress = nil },
+			wantFields: []string{"spec.networkData.links.ethernets[1].macAddress"},
 		},
 
 		// networks
@@ -295,21 +300,21 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 		{
 			name: "ipv4DHCP network link not found",
 			mutate: func(s *spec) {
-				s.NetworkData.Networks.IPv4DHCP = []infrav1.IPv4DynamicNetwork{{ID: "dhcp", Link: "eth0"}}
+				s.NetworkData.Networks.IPv4DHCP = []infrav1.NetworkDataIPv4DHCP{{ID: "dhcp", Link: "eth0"}}
 			},
 			wantFields: []string{"spec.networkData.networks.ipv4DHCP[0].link"},
 		},
 		{
 			name: "ipv6 network link not found",
 			mutate: func(s *spec) {
-				s.NetworkData.Networks.IPv6 = []infrav1.IPv6Network{ipv6Network("v6", "eth0", "v6-pool")}
+				s.NetworkData.Networks.IPv6 = []infrav1.NetworkDataIPv6{ipv6Network("v6", "eth0", "v6-pool")}
 			},
 			wantFields: []string{"spec.networkData.networks.ipv6[0].link"},
 		},
 		{
 			name: "ipv6SLAAC network link not found",
 			mutate: func(s *spec) {
-				s.NetworkData.Networks.IPv6SLAAC = []infrav1.IPv6DynamicNetwork{{ID: "slaac", Link: "eth0"}}
+				s.NetworkData.Networks.IPv6SLAAC = []infrav1.NetworkDataIPv6DHCP{{ID: "slaac", Link: "eth0"}}
 			},
 			wantFields: []string{"spec.networkData.networks.ipv6SLAAC[0].link"},
 		},
@@ -323,53 +328,57 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 		{
 			name: "duplicate network id",
 			mutate: func(s *spec) {
-				s.NetworkData.Networks.IPv4DHCP = []infrav1.IPv4DynamicNetwork{{ID: "storage", Link: "bond0"}}
+				s.NetworkData.Networks.IPv4DHCP = []infrav1.NetworkDataIPv4DHCP{{ID: "storage", Link: "bond0"}}
 			},
 			wantFields: []string{"spec.networkData.networks.ipv4DHCP[0].id"},
 		},
 		{
 			name: "duplicate network id between ipv6DHCP and ipv6SLAAC",
 			mutate: func(s *spec) {
-				s.NetworkData.Networks.IPv6DHCP = []infrav1.IPv6DynamicNetwork{{ID: "v6", Link: "bond0"}}
-				s.NetworkData.Networks.IPv6SLAAC = []infrav1.IPv6DynamicNetwork{{ID: "v6", Link: "bond0"}}
+				s.NetworkData.Networks.IPv6DHCP = []infrav1.NetworkDataIPv6DHCP{{ID: "v6", Link: "bond0"}}
+				s.NetworkData.Networks.IPv6SLAAC = []infrav1.NetworkDataIPv6DHCP{{ID: "v6", Link: "bond0"}}
 			},
 			wantFields: []string{"spec.networkData.networks.ipv6SLAAC[0].id"},
 		},
 		{
 			name:       "ipv4 with no address source",
-			mutate:     func(s *spec) { s.NetworkData.Networks.IPv4[0].IPAddressFromIPPool = nil },
-			wantFields: []string{"spec.networkData.networks.ipv4[0]"},
-		},
-		{
-			name:       "ipv4 with an empty ipAddressFromIPPool only",
-			mutate:     func(s *spec) { s.NetworkData.Networks.IPv4[0].IPAddressFromIPPool = ptr.To("") },
+			mutate:     func(s *spec) { s.NetworkData.Networks.IPv4[0].IPAddressFromIPPool = "" },
 			wantFields: []string{"spec.networkData.networks.ipv4[0]"},
 		},
 		{
 			name: "ipv4 fromPoolRef with empty name",
 			mutate: func(s *spec) {
 				n := &s.NetworkData.Networks.IPv4[0]
-				n.IPAddressFromIPPool, n.FromPoolRef = nil, inClusterPool("")
+				n.IPAddressFromIPPool, n.FromPoolRef = "", inClusterPool("")
 			},
 			wantFields: []string{"spec.networkData.networks.ipv4[0].fromPoolRef.name"},
 		},
 		{
+			// fromPoolRef is a value: an empty one is no source.
+			name: "ipv4 with an empty fromPoolRef only",
+			mutate: func(s *spec) {
+				n := &s.NetworkData.Networks.IPv4[0]
+				n.IPAddressFromIPPool, n.FromPoolRef = "", infrav1.IPPoolReference{}
+			},
+			wantFields: []string{"spec.networkData.networks.ipv4[0]"},
+		},
+		{
 			name:       "ipv6 with no address source",
-			mutate:     func(s *spec) { s.NetworkData.Networks.IPv6 = []infrav1.IPv6Network{ipv6Network("v6", "bond0", "")} },
+			mutate:     func(s *spec) { s.NetworkData.Networks.IPv6 = []infrav1.NetworkDataIPv6{ipv6Network("v6", "bond0", "")} },
 			wantFields: []string{"spec.networkData.networks.ipv6[0]"},
 		},
 		{
 			name: "route gateway from no source",
 			mutate: func(s *spec) {
-				s.NetworkData.Networks.IPv4[0].Routes[0].Gateway = infrav1.IPv4RouteGateway{}
+				s.NetworkData.Networks.IPv4[0].Routes[0].Gateway = infrav1.NetworkGatewayv4{}
 			},
 			wantFields: []string{"spec.networkData.networks.ipv4[0].routes[0].gateway"},
 		},
 		{
 			name: "ipv6SLAAC route gateway from no source",
 			mutate: func(s *spec) {
-				s.NetworkData.Networks.IPv6SLAAC = []infrav1.IPv6DynamicNetwork{{ID: "slaac", Link: "bond0", Routes: []infrav1.IPv6Route{{
-					Network: "2001:db8:300::", Prefix: 56,
+				s.NetworkData.Networks.IPv6SLAAC = []infrav1.NetworkDataIPv6DHCP{{ID: "slaac", Link: "bond0", Routes: []infrav1.NetworkDataRoutev6{{
+					Network: "2001:db8:300::", Prefix: ptr.To[int32](56),
 				}}}}
 			},
 			wantFields: []string{"spec.networkData.networks.ipv6SLAAC[0].routes[0].gateway"},
@@ -387,9 +396,9 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 		{
 			name: "valid: ipv4DHCP route gateway from two sources",
 			mutate: func(s *spec) {
-				s.NetworkData.Networks.IPv4DHCP = []infrav1.IPv4DynamicNetwork{{ID: "dhcp", Link: "bond0", Routes: []infrav1.IPv4Route{{
-					Network: "10.0.0.0", Prefix: 8,
-					Gateway: infrav1.IPv4RouteGateway{FromPoolRef: inClusterPool("a"), FromPoolAnnotation: &infrav1.AnnotationSource{
+				s.NetworkData.Networks.IPv4DHCP = []infrav1.NetworkDataIPv4DHCP{{ID: "dhcp", Link: "bond0", Routes: []infrav1.NetworkDataRoutev4{{
+					Network: "10.0.0.0", Prefix: ptr.To[int32](8),
+					Gateway: infrav1.NetworkGatewayv4{FromPoolRef: inClusterPool("a"), FromPoolAnnotation: infrav1.FromPoolAnnotation{
 						Object: infrav1.DataSourceObjectMachine, Annotation: "example.com/pool",
 					}},
 				}}}}
@@ -399,11 +408,11 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 			name: "valid: ipv6 route gateway from two sources",
 			mutate: func(s *spec) {
 				n := ipv6Network("v6", "bond0", "v6-pool")
-				n.Routes = []infrav1.IPv6Route{{
-					Network: "2001:db8:100::", Prefix: 48,
-					Gateway: infrav1.IPv6RouteGateway{String: ptr.To(infrav1.IPv6Address("2001:db8:1::1")), FromIPPool: ptr.To("v6-pool")},
+				n.Routes = []infrav1.NetworkDataRoutev6{{
+					Network: "2001:db8:100::", Prefix: ptr.To[int32](48),
+					Gateway: infrav1.NetworkGatewayv6{String: ptr.To(infrav1.IPv6Address("2001:db8:1::1")), FromIPPool: "v6-pool"},
 				}}
-				s.NetworkData.Networks.IPv6 = []infrav1.IPv6Network{n}
+				s.NetworkData.Networks.IPv6 = []infrav1.NetworkDataIPv6{n}
 			},
 		},
 		{
@@ -411,7 +420,7 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 			mutate: func(s *spec) {
 				s.ClusterName = ""
 				s.MetaData.Indexes[0].Step = 0
-				s.NetworkData.Links.VLANs[0].VLANLink = "bond9"
+				s.NetworkData.Links.Vlans[0].VlanLink = "bond9"
 			},
 			wantFields: []string{"spec.clusterName", "spec.metaData.indexes[0].step", "spec.networkData.links.vlans[0].vlanLink"},
 		},

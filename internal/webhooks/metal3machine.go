@@ -32,7 +32,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // Image formats and checksum algorithms, as BareMetalHost understands them.
@@ -49,8 +49,8 @@ var hexDigestLengths = map[string]int{checksumMD5: 32, checksumSHA256: 64, check
 // Metal3Machine defaults and validates Metal3Machines.
 type Metal3Machine struct{}
 
-// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta1-metal3machine,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3machines,versions=v1beta1,name=default.metal3machine.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3machine,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3machines,versions=v1beta1,name=validation.metal3machine.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta2-metal3machine,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3machines,versions=v1beta2,name=default.metal3machine.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta2-metal3machine,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3machines,versions=v1beta2,name=validation.metal3machine.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // SetupWebhookWithManager registers the webhook with the manager's webhook server.
 func (w *Metal3Machine) SetupWebhookWithManager(mgr ctrl.Manager) error {
@@ -68,29 +68,22 @@ func (*Metal3Machine) Default(_ context.Context, m *infrav1.Metal3Machine) error
 
 // defaultMetal3MachineSpec derives image.checksumType from a literal hex
 // digest (its length says which algorithm made it), so the host does not have
-// to guess, the Metal3Data/Metal3DataTemplate kind of a dataTemplate
-// reference, and identityRef's kind.
+// to guess, and identityRef's kind.
 func defaultMetal3MachineSpec(spec *infrav1.Metal3MachineSpec) {
 	// Upstream CAPM3 matches operators case-insensitively ("In" as "in"):
 	// manifests written for it keep working.
-	for i := range spec.HostSelector.MatchExpressions {
-		req := &spec.HostSelector.MatchExpressions[i]
-		req.Operator = selection.Operator(strings.ToLower(string(req.Operator)))
+	if spec.HostSelector != nil {
+		for i := range spec.HostSelector.MatchExpressions {
+			req := &spec.HostSelector.MatchExpressions[i]
+			req.Operator = selection.Operator(strings.ToLower(string(req.Operator)))
+		}
 	}
 	image := &spec.Image
-	if image.ChecksumType == nil && image.Checksum != "" && isHex(image.Checksum) {
+	if checksum := ptr.Deref(image.Checksum, ""); image.ChecksumType == "" && isHex(checksum) {
 		for algorithm, length := range hexDigestLengths {
-			if len(image.Checksum) == length {
-				image.ChecksumType = ptr.To(algorithm)
+			if len(checksum) == length {
+				image.ChecksumType = algorithm
 			}
-		}
-	}
-	if spec.DataTemplate != nil {
-		if spec.DataTemplate.Kind == "" {
-			spec.DataTemplate.Kind = "Metal3DataTemplate"
-		}
-		if spec.DataTemplate.APIVersion == "" {
-			spec.DataTemplate.APIVersion = infrav1.GroupVersion.String()
 		}
 	}
 	defaultIdentityRef(spec.IdentityRef)
@@ -137,16 +130,18 @@ func (*Metal3Machine) ValidateDelete(context.Context, *infrav1.Metal3Machine) (a
 func validateMetal3MachineSpec(spec *infrav1.Metal3MachineSpec, namespace string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	hasImage := !spec.Image.IsZero()
+	// customDeploy is a value: it is set when it names a method.
+	hasCustomDeploy := spec.CustomDeploy.Method != ""
 	switch {
-	case hasImage && spec.CustomDeploy != nil:
+	case hasImage && hasCustomDeploy:
 		errs = append(errs, field.Forbidden(path.Child("customDeploy"), "image and customDeploy are mutually exclusive; set one"))
-	case !hasImage && spec.CustomDeploy == nil:
+	case !hasImage && !hasCustomDeploy:
 		errs = append(errs, field.Required(path.Child("image"), "either image or customDeploy is required"))
 	}
 	if hasImage {
 		errs = append(errs, validateImage(&spec.Image, path.Child("image"))...)
 	}
-	if spec.CustomDeploy != nil && strings.TrimSpace(spec.CustomDeploy.Method) == "" {
+	if hasCustomDeploy && strings.TrimSpace(spec.CustomDeploy.Method) == "" {
 		errs = append(errs, field.Required(path.Child("customDeploy", "method"), "the custom deploy method is required"))
 	}
 	if spec.UserData != nil {
@@ -167,9 +162,6 @@ func validateMetal3MachineSpec(spec *infrav1.Metal3MachineSpec, namespace string
 			errs = append(errs, field.Forbidden(p.Child("namespace"),
 				fmt.Sprintf("must be empty or %q: the data template must be in the machine's namespace", namespace)))
 		}
-		if ref.Kind != "" && ref.Kind != "Metal3DataTemplate" {
-			errs = append(errs, field.NotSupported(p.Child("kind"), ref.Kind, []string{"Metal3DataTemplate"}))
-		}
 	}
 	if spec.DataTemplate != nil && (spec.MetaData != nil || spec.NetworkData != nil) {
 		// Upstream renders the template and ignores the plain Secrets; say so
@@ -177,7 +169,9 @@ func validateMetal3MachineSpec(spec *infrav1.Metal3MachineSpec, namespace string
 		errs = append(errs, field.Forbidden(path.Child("dataTemplate"),
 			"dataTemplate and metaData/networkData are mutually exclusive"))
 	}
-	errs = append(errs, validateHostSelector(&spec.HostSelector, path.Child("hostSelector"))...)
+	if spec.HostSelector != nil {
+		errs = append(errs, validateHostSelector(spec.HostSelector, path.Child("hostSelector"))...)
+	}
 	if spec.FailureDomain != "" {
 		for _, msg := range validation.IsValidLabelValue(spec.FailureDomain) {
 			errs = append(errs, field.Invalid(path.Child("failureDomain"), spec.FailureDomain, msg))
@@ -198,21 +192,23 @@ func validateImage(image *infrav1.Image, path *field.Path) field.ErrorList {
 	// The Bare Metal Operator verifies every image against a checksum but
 	// live ISOs (booted, not written) and OCI images (pulled by digest or
 	// tag from a registry, which verifies them itself).
-	liveISO := image.DiskFormat != nil && *image.DiskFormat == liveISOFormat
+	liveISO := image.DiskFormat == liveISOFormat
 	oci := strings.HasPrefix(strings.ToLower(image.URL), "oci://")
+	// An unset checksum and an empty one both mean none.
+	checksum := ptr.Deref(image.Checksum, "")
 	switch {
-	case image.Checksum == "" && !liveISO && !oci:
+	case checksum == "" && !liveISO && !oci:
 		errs = append(errs, field.Required(path.Child("checksum"), "a checksum is required unless format is live-iso or the URL is oci://"))
-	case image.Checksum == "" && image.ChecksumType != nil:
+	case checksum == "" && image.ChecksumType != "":
 		errs = append(errs, field.Required(path.Child("checksum"), "checksumType is set but checksum is empty"))
-	case image.Checksum != "" && image.ChecksumType != nil && isHex(image.Checksum):
-		if want, ok := hexDigestLengths[*image.ChecksumType]; ok && len(image.Checksum) != want {
-			errs = append(errs, field.Invalid(path.Child("checksum"), image.Checksum,
-				fmt.Sprintf("a %s digest has %d hex digits, this one has %d", *image.ChecksumType, want, len(image.Checksum))))
+	case checksum != "" && image.ChecksumType != "" && isHex(checksum):
+		if want, ok := hexDigestLengths[image.ChecksumType]; ok && len(checksum) != want {
+			errs = append(errs, field.Invalid(path.Child("checksum"), checksum,
+				fmt.Sprintf("a %s digest has %d hex digits, this one has %d", image.ChecksumType, want, len(checksum))))
 		}
-	case image.Checksum != "" && !isHex(image.Checksum):
-		if u, err := url.Parse(image.Checksum); err != nil || u.Scheme == "" {
-			errs = append(errs, field.Invalid(path.Child("checksum"), image.Checksum,
+	case checksum != "" && !isHex(checksum):
+		if u, err := url.Parse(checksum); err != nil || u.Scheme == "" {
+			errs = append(errs, field.Invalid(path.Child("checksum"), checksum,
 				"must be a hex digest or the URL of a checksum file"))
 		}
 	}

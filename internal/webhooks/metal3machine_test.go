@@ -28,7 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 const (
@@ -44,11 +44,11 @@ func validMetal3MachineSpec() infrav1.Metal3MachineSpec {
 	return infrav1.Metal3MachineSpec{
 		Image: infrav1.Image{
 			URL:          imageURL,
-			Checksum:     sha256Sum,
-			ChecksumType: ptr.To("sha256"),
-			DiskFormat:   ptr.To("qcow2"),
+			Checksum:     ptr.To(sha256Sum),
+			ChecksumType: "sha256",
+			DiskFormat:   "qcow2",
 		},
-		HostSelector: infrav1.HostSelector{
+		HostSelector: &infrav1.HostSelector{
 			MatchLabels: map[string]string{"cluster-role": "control-plane"},
 			MatchExpressions: []infrav1.HostSelectorRequirement{{
 				Key:      "infrastructure.cluster.x-k8s.io/failure-domain",
@@ -56,8 +56,8 @@ func validMetal3MachineSpec() infrav1.Metal3MachineSpec {
 				Values:   []string{"rack-a", "rack-b"},
 			}},
 		},
-		DataTemplate:          &corev1.ObjectReference{Name: "workload-1-controlplane-template"},
-		AutomatedCleaningMode: ptr.To("metadata"),
+		DataTemplate:          &infrav1.Metal3ObjectRef{Name: "workload-1-controlplane-template"},
+		AutomatedCleaningMode: "metadata",
 		FailureDomain:         "rack-a",
 	}
 }
@@ -86,47 +86,51 @@ var machineSpecDefaultCases = []struct {
 }{
 	{
 		name:   "md5 inferred from 32 hex digits",
-		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = md5Sum, nil },
-		check:  wantChecksumType(ptr.To("md5")),
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = ptr.To(md5Sum), "" },
+		check:  wantChecksumType("md5"),
 	},
 	{
 		name:   "sha256 inferred from 64 hex digits",
-		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = sha256Sum, nil },
-		check:  wantChecksumType(ptr.To("sha256")),
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = ptr.To(sha256Sum), "" },
+		check:  wantChecksumType("sha256"),
 	},
 	{
 		name:   "sha512 inferred from 128 hex digits",
-		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = sha512Sum, nil },
-		check:  wantChecksumType(ptr.To("sha512")),
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = ptr.To(sha512Sum), "" },
+		check:  wantChecksumType("sha512"),
 	},
 	{
 		name: "upper-case hex digest",
 		mutate: func(s *infrav1.Metal3MachineSpec) {
-			s.Image.Checksum, s.Image.ChecksumType = strings.ToUpper(sha256Sum), nil
+			s.Image.Checksum, s.Image.ChecksumType = ptr.To(strings.ToUpper(sha256Sum)), ""
 		},
-		check: wantChecksumType(ptr.To("sha256")),
+		check: wantChecksumType("sha256"),
 	},
 	{
-		name:   "left alone for a checksum file URL",
-		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = checksumFileURL, nil },
-		check:  wantChecksumType(nil),
+		name: "left alone for a checksum file URL",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.Image.Checksum, s.Image.ChecksumType = ptr.To(checksumFileURL), ""
+		},
+		check: wantChecksumType(""),
 	},
 	{
-		name:   "left alone for a hex digest of another length",
-		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = sha256Sum[:40], nil },
-		check:  wantChecksumType(nil),
+		name: "left alone for a hex digest of another length",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.Image.Checksum, s.Image.ChecksumType = ptr.To(sha256Sum[:40]), ""
+		},
+		check: wantChecksumType(""),
 	},
 	{
 		name: "explicit checksumType kept",
 		mutate: func(s *infrav1.Metal3MachineSpec) {
-			s.Image.Checksum, s.Image.ChecksumType = sha256Sum, ptr.To("sha512")
+			s.Image.Checksum, s.Image.ChecksumType = ptr.To(sha256Sum), "sha512"
 		},
-		check: wantChecksumType(ptr.To("sha512")),
+		check: wantChecksumType("sha512"),
 	},
 	{
 		name:   "no image, no checksumType",
 		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image = infrav1.Image{} },
-		check:  wantChecksumType(nil),
+		check:  wantChecksumType(""),
 	},
 	{
 		name: "hostSelector operators lower-cased, as upstream matches them",
@@ -141,20 +145,19 @@ var machineSpecDefaultCases = []struct {
 		},
 	},
 	{
-		name:   "dataTemplate kind and apiVersion defaulted",
-		mutate: func(s *infrav1.Metal3MachineSpec) { s.DataTemplate = &corev1.ObjectReference{Name: "t"} },
-		check: wantDataTemplate(&corev1.ObjectReference{
-			Name: "t", Kind: "Metal3DataTemplate", APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
-		}),
+		name:   "no hostSelector added",
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.HostSelector = nil },
+		check: func(t *testing.T, s *infrav1.Metal3MachineSpec) {
+			t.Helper()
+			if s.HostSelector != nil {
+				t.Errorf("hostSelector = %+v, want none", s.HostSelector)
+			}
+		},
 	},
 	{
-		name: "dataTemplate kind and apiVersion kept",
-		mutate: func(s *infrav1.Metal3MachineSpec) {
-			s.DataTemplate = &corev1.ObjectReference{Name: "t", Kind: "Metal3DataTemplate", APIVersion: "infrastructure.cluster.x-k8s.io/v1beta2"}
-		},
-		check: wantDataTemplate(&corev1.ObjectReference{
-			Name: "t", Kind: "Metal3DataTemplate", APIVersion: "infrastructure.cluster.x-k8s.io/v1beta2",
-		}),
+		name:   "dataTemplate kept",
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.DataTemplate = &infrav1.Metal3ObjectRef{Name: "t"} },
+		check:  wantDataTemplate(&infrav1.Metal3ObjectRef{Name: "t"}),
 	},
 	{
 		name:   "no dataTemplate added",
@@ -163,29 +166,22 @@ var machineSpecDefaultCases = []struct {
 	},
 }
 
-func wantChecksumType(want *string) func(*testing.T, *infrav1.Metal3MachineSpec) {
+func wantChecksumType(want string) func(*testing.T, *infrav1.Metal3MachineSpec) {
 	return func(t *testing.T, s *infrav1.Metal3MachineSpec) {
 		t.Helper()
-		if !equality.Semantic.DeepEqual(s.Image.ChecksumType, want) {
-			t.Errorf("checksumType = %v, want %v", deref(s.Image.ChecksumType), deref(want))
+		if s.Image.ChecksumType != want {
+			t.Errorf("checksumType = %q, want %q", s.Image.ChecksumType, want)
 		}
 	}
 }
 
-func wantDataTemplate(want *corev1.ObjectReference) func(*testing.T, *infrav1.Metal3MachineSpec) {
+func wantDataTemplate(want *infrav1.Metal3ObjectRef) func(*testing.T, *infrav1.Metal3MachineSpec) {
 	return func(t *testing.T, s *infrav1.Metal3MachineSpec) {
 		t.Helper()
 		if !equality.Semantic.DeepEqual(s.DataTemplate, want) {
 			t.Errorf("dataTemplate = %+v, want %+v", s.DataTemplate, want)
 		}
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return "<nil>"
-	}
-	return *s
 }
 
 func TestMetal3MachineDefault(t *testing.T) {
@@ -235,13 +231,13 @@ var machineSpecCases = []machineSpecCase{
 	{
 		name: "valid customDeploy without image",
 		mutate: func(s *infrav1.Metal3MachineSpec) {
-			s.Image, s.CustomDeploy = infrav1.Image{}, &infrav1.CustomDeploy{Method: "install_coreos"}
+			s.Image, s.CustomDeploy = infrav1.Image{}, infrav1.CustomDeploy{Method: "install_coreos"}
 		},
 	},
 	{
 		name: "valid live-iso without checksum",
 		mutate: func(s *infrav1.Metal3MachineSpec) {
-			s.Image = infrav1.Image{URL: "http://172.22.0.1/images/rescue.iso", DiskFormat: ptr.To("live-iso")}
+			s.Image = infrav1.Image{URL: "http://172.22.0.1/images/rescue.iso", DiskFormat: "live-iso"}
 		},
 	},
 	{
@@ -252,20 +248,20 @@ var machineSpecCases = []machineSpecCase{
 	},
 	{
 		name:   "valid checksum file URL",
-		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum = checksumFileURL },
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum = ptr.To(checksumFileURL) },
 	},
 	{
 		name:   "valid checksum without checksumType",
-		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.ChecksumType = nil },
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.ChecksumType = "" },
 	},
 	{
 		name:   "valid md5 digest",
-		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = md5Sum, ptr.To("md5") },
+		mutate: func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = ptr.To(md5Sum), "md5" },
 	},
 	{
 		name: "valid sha512 digest",
 		mutate: func(s *infrav1.Metal3MachineSpec) {
-			s.Image.Checksum, s.Image.ChecksumType = sha512Sum, ptr.To("sha512")
+			s.Image.Checksum, s.Image.ChecksumType = ptr.To(sha512Sum), "sha512"
 		},
 	},
 	{
@@ -280,7 +276,7 @@ var machineSpecCases = []machineSpecCase{
 	{
 		name: "valid dataTemplate in own namespace",
 		mutate: func(s *infrav1.Metal3MachineSpec) {
-			s.DataTemplate = &corev1.ObjectReference{Name: "t", Namespace: testNamespace, Kind: "Metal3DataTemplate"}
+			s.DataTemplate = &infrav1.Metal3ObjectRef{Name: "t", Namespace: testNamespace}
 		},
 	},
 	{
@@ -289,6 +285,7 @@ var machineSpecCases = []machineSpecCase{
 			s.IdentityRef = &infrav1.IdentityRef{Name: "pool-east-kubeconfig", Context: "pool-east"}
 		},
 	},
+	{name: "valid without hostSelector", mutate: func(s *infrav1.Metal3MachineSpec) { s.HostSelector = nil }},
 	{name: "valid operator notin", mutate: expr(selection.NotIn, "rack-c")},
 	{name: "valid operator exists", mutate: expr(selection.Exists)},
 	{name: "valid operator !", mutate: expr(selection.DoesNotExist)},
@@ -299,7 +296,7 @@ var machineSpecCases = []machineSpecCase{
 	{name: "valid operator lt", mutate: expr(selection.LessThan, "-3")},
 	{
 		name:       "image and customDeploy both set",
-		mutate:     func(s *infrav1.Metal3MachineSpec) { s.CustomDeploy = &infrav1.CustomDeploy{Method: "install_coreos"} },
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.CustomDeploy = infrav1.CustomDeploy{Method: "install_coreos"} },
 		wantFields: []string{"customDeploy"},
 	},
 	{
@@ -308,8 +305,16 @@ var machineSpecCases = []machineSpecCase{
 		wantFields: []string{"image"},
 	},
 	{
+		// customDeploy is a value: without a method it is not set.
 		name:       "customDeploy without method",
-		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image, s.CustomDeploy = infrav1.Image{}, &infrav1.CustomDeploy{} },
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image, s.CustomDeploy = infrav1.Image{}, infrav1.CustomDeploy{} },
+		wantFields: []string{"image"},
+	},
+	{
+		name: "customDeploy with a blank method",
+		mutate: func(s *infrav1.Metal3MachineSpec) {
+			s.Image, s.CustomDeploy = infrav1.Image{}, infrav1.CustomDeploy{Method: " "}
+		},
 		wantFields: []string{"customDeploy.method"},
 	},
 	{
@@ -324,7 +329,12 @@ var machineSpecCases = []machineSpecCase{
 	},
 	{
 		name:       "image without checksum",
-		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = "", nil },
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = nil, "" },
+		wantFields: []string{"image.checksum"},
+	},
+	{
+		name:       "image with an empty checksum",
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum, s.Image.ChecksumType = ptr.To(""), "" },
 		wantFields: []string{"image.checksum"},
 	},
 	{
@@ -337,28 +347,28 @@ var machineSpecCases = []machineSpecCase{
 	{
 		name: "live-iso with checksumType but no checksum",
 		mutate: func(s *infrav1.Metal3MachineSpec) {
-			s.Image = infrav1.Image{URL: imageURL, DiskFormat: ptr.To("live-iso"), ChecksumType: ptr.To("sha256")}
+			s.Image = infrav1.Image{URL: imageURL, DiskFormat: "live-iso", ChecksumType: "sha256"}
 		},
 		wantFields: []string{"image.checksum"},
 	},
 	{
 		name:       "sha256 checksumType with an md5-length digest",
-		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum = md5Sum },
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum = ptr.To(md5Sum) },
 		wantFields: []string{"image.checksum"},
 	},
 	{
 		name:       "md5 checksumType with a sha256-length digest",
-		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.ChecksumType = ptr.To("md5") },
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.ChecksumType = "md5" },
 		wantFields: []string{"image.checksum"},
 	},
 	{
 		name:       "sha512 checksumType with a sha256-length digest",
-		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.ChecksumType = ptr.To("sha512") },
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.ChecksumType = "sha512" },
 		wantFields: []string{"image.checksum"},
 	},
 	{
 		name:       "checksum neither digest nor URL",
-		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum = "not-a-checksum" },
+		mutate:     func(s *infrav1.Metal3MachineSpec) { s.Image.Checksum = ptr.To("not-a-checksum") },
 		wantFields: []string{"image.checksum"},
 	},
 	{
@@ -403,11 +413,6 @@ var machineSpecCases = []machineSpecCase{
 		name:       "dataTemplate without name",
 		mutate:     func(s *infrav1.Metal3MachineSpec) { s.DataTemplate.Name = "" },
 		wantFields: []string{"dataTemplate.name"},
-	},
-	{
-		name:       "dataTemplate of another kind",
-		mutate:     func(s *infrav1.Metal3MachineSpec) { s.DataTemplate.Kind = "ConfigMap" },
-		wantFields: []string{"dataTemplate.kind"},
 	},
 	{
 		name:       "dataTemplate together with metaData",
@@ -644,7 +649,7 @@ func TestMetal3MachineValidateUpdate(t *testing.T) {
 			name: "providerID set while associated",
 			old:  associated,
 			new: both(associated, func(m *infrav1.Metal3Machine) {
-				m.Spec.ProviderID = ptr.To("metal3://tenant-a/worker-3/workload-1-controlplane-x7k2p")
+				m.Spec.ProviderID = "metal3://tenant-a/worker-3/workload-1-controlplane-x7k2p"
 			}),
 		},
 		{
@@ -688,23 +693,23 @@ func TestMetal3MachineTemplateValidateUpdate(t *testing.T) {
 		{
 			name: "nodeReuse enabled",
 			old:  func(*infrav1.Metal3MachineTemplate) {},
-			new:  func(t *infrav1.Metal3MachineTemplate) { t.Spec.NodeReuse = true },
+			new:  func(t *infrav1.Metal3MachineTemplate) { t.Spec.NodeReuse = ptr.To(true) },
 		},
 		{
 			name: "nodeReuse disabled",
-			old:  func(t *infrav1.Metal3MachineTemplate) { t.Spec.NodeReuse = true },
+			old:  func(t *infrav1.Metal3MachineTemplate) { t.Spec.NodeReuse = ptr.To(true) },
 			new:  func(*infrav1.Metal3MachineTemplate) {},
 		},
 		{
 			name: "automatedCleaningMode changed",
 			old:  func(*infrav1.Metal3MachineTemplate) {},
 			new: func(t *infrav1.Metal3MachineTemplate) {
-				t.Spec.Template.Spec.AutomatedCleaningMode = ptr.To("disabled")
+				t.Spec.Template.Spec.AutomatedCleaningMode = "disabled"
 			},
 		},
 		{
 			name: "automatedCleaningMode set",
-			old:  func(t *infrav1.Metal3MachineTemplate) { t.Spec.Template.Spec.AutomatedCleaningMode = nil },
+			old:  func(t *infrav1.Metal3MachineTemplate) { t.Spec.Template.Spec.AutomatedCleaningMode = "" },
 			new:  func(*infrav1.Metal3MachineTemplate) {},
 		},
 		{
@@ -740,8 +745,8 @@ func TestMetal3MachineTemplateValidateUpdate(t *testing.T) {
 			name: "automatedCleaningMode and image changed together",
 			old:  func(*infrav1.Metal3MachineTemplate) {},
 			new: func(t *infrav1.Metal3MachineTemplate) {
-				t.Spec.Template.Spec.AutomatedCleaningMode = ptr.To("disabled")
-				t.Spec.Template.Spec.Image.Checksum = "4d4a099ace59ef1dfeba3a4362e23d1eaa07d4302f9926498f2a9b88faa25420"
+				t.Spec.Template.Spec.AutomatedCleaningMode = "disabled"
+				t.Spec.Template.Spec.Image.Checksum = ptr.To("4d4a099ace59ef1dfeba3a4362e23d1eaa07d4302f9926498f2a9b88faa25420")
 			},
 			wantFields: []string{"spec.template.spec"},
 		},

@@ -24,14 +24,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // Metal3MachineTemplate defaults and validates Metal3MachineTemplates.
 type Metal3MachineTemplate struct{}
 
-// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta1-metal3machinetemplate,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3machinetemplates,versions=v1beta1,name=default.metal3machinetemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3machinetemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3machinetemplates,versions=v1beta1,name=validation.metal3machinetemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta2-metal3machinetemplate,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3machinetemplates,versions=v1beta2,name=default.metal3machinetemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta2-metal3machinetemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3machinetemplates,versions=v1beta2,name=validation.metal3machinetemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // SetupWebhookWithManager registers the webhook with the manager's webhook server.
 func (w *Metal3MachineTemplate) SetupWebhookWithManager(mgr ctrl.Manager) error {
@@ -63,7 +63,7 @@ func (*Metal3MachineTemplate) ValidateUpdate(ctx context.Context, oldTemplate, n
 	path := field.NewPath("spec", "template", "spec")
 	errs := validateMetal3MachineSpec(&newTemplate.Spec.Template.Spec, newTemplate.Namespace, path)
 	oldSpec, newSpec := oldTemplate.Spec.Template.Spec.DeepCopy(), newTemplate.Spec.Template.Spec.DeepCopy()
-	oldSpec.AutomatedCleaningMode, newSpec.AutomatedCleaningMode = nil, nil
+	oldSpec.AutomatedCleaningMode, newSpec.AutomatedCleaningMode = "", ""
 	// A template stored before identityRef had a kind means a Secret.
 	defaultIdentityRef(oldSpec.IdentityRef)
 	defaultIdentityRef(newSpec.IdentityRef)

@@ -19,14 +19,12 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // maxRemediationRetryLimit caps retries: each one power-cycles a host and
@@ -36,8 +34,8 @@ const maxRemediationRetryLimit = 10
 // Metal3Remediation defaults and validates Metal3Remediations.
 type Metal3Remediation struct{}
 
-// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediation,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3remediations,versions=v1beta1,name=default.metal3remediation.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediation,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3remediations,versions=v1beta1,name=validation.metal3remediation.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta2-metal3remediation,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3remediations,versions=v1beta2,name=default.metal3remediation.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta2-metal3remediation,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3remediations,versions=v1beta2,name=validation.metal3remediation.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // SetupWebhookWithManager registers the webhook with the manager's webhook server.
 func (w *Metal3Remediation) SetupWebhookWithManager(mgr ctrl.Manager) error {
@@ -63,9 +61,8 @@ func defaultRemediationStrategy(s *infrav1.RemediationStrategy) *infrav1.Remedia
 	if s.RetryLimit == 0 {
 		s.RetryLimit = infrav1.DefaultRemediationRetryLimit
 	}
-	if s.Timeout == nil {
-		d, _ := time.ParseDuration(infrav1.DefaultRemediationTimeout)
-		s.Timeout = &metav1.Duration{Duration: d}
+	if s.TimeoutSeconds == 0 {
+		s.TimeoutSeconds = infrav1.DefaultRemediationTimeoutSeconds
 	}
 	return s
 }
@@ -99,12 +96,10 @@ func validateRemediationStrategy(s *infrav1.RemediationStrategy, path *field.Pat
 		errs = append(errs, field.Invalid(path.Child("retryLimit"), s.RetryLimit,
 			fmt.Sprintf("must be between 1 and %d (0 means the default, %d)", maxRemediationRetryLimit, infrav1.DefaultRemediationRetryLimit)))
 	}
-	if s.Timeout != nil {
-		minTimeout, _ := time.ParseDuration(infrav1.MinRemediationTimeout)
-		if s.Timeout.Duration < minTimeout {
-			errs = append(errs, field.Invalid(path.Child("timeout"), s.Timeout.Duration.String(),
-				fmt.Sprintf("must be at least %s: a host needs minutes to power-cycle and boot", infrav1.MinRemediationTimeout)))
-		}
+	// 0 is unset: the default applies.
+	if s.TimeoutSeconds != 0 && s.TimeoutSeconds < infrav1.MinRemediationTimeoutSeconds {
+		errs = append(errs, field.Invalid(path.Child("timeoutSeconds"), s.TimeoutSeconds,
+			fmt.Sprintf("must be at least %d seconds: a host needs minutes to power-cycle and boot", infrav1.MinRemediationTimeoutSeconds)))
 	}
 	return errs
 }
@@ -112,8 +107,8 @@ func validateRemediationStrategy(s *infrav1.RemediationStrategy, path *field.Pat
 // Metal3RemediationTemplate defaults and validates Metal3RemediationTemplates.
 type Metal3RemediationTemplate struct{}
 
-// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediationtemplate,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3remediationtemplates,versions=v1beta1,name=default.metal3remediationtemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediationtemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3remediationtemplates,versions=v1beta1,name=validation.metal3remediationtemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta2-metal3remediationtemplate,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3remediationtemplates,versions=v1beta2,name=default.metal3remediationtemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta2-metal3remediationtemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=metal3remediationtemplates,versions=v1beta2,name=validation.metal3remediationtemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // SetupWebhookWithManager registers the webhook with the manager's webhook server.
 func (w *Metal3RemediationTemplate) SetupWebhookWithManager(mgr ctrl.Manager) error {

@@ -19,28 +19,15 @@ package webhooks
 import (
 	"context"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
-func duration(s string) *metav1.Duration {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		panic(err)
-	}
-	return &metav1.Duration{Duration: d}
-}
-
-func strategy(typ infrav1.RemediationType, retryLimit int, timeout string) *infrav1.RemediationStrategy {
-	s := &infrav1.RemediationStrategy{Type: typ, RetryLimit: retryLimit}
-	if timeout != "" {
-		s.Timeout = duration(timeout)
-	}
-	return s
+func strategy(typ infrav1.RemediationType, retryLimit, timeoutSeconds int32) *infrav1.RemediationStrategy {
+	return &infrav1.RemediationStrategy{Type: typ, RetryLimit: retryLimit, TimeoutSeconds: timeoutSeconds}
 }
 
 var remediationDefaultCases = []struct {
@@ -48,12 +35,12 @@ var remediationDefaultCases = []struct {
 	in     *infrav1.RemediationStrategy
 	expect *infrav1.RemediationStrategy
 }{
-	{name: "no strategy", in: nil, expect: strategy("Reboot", 1, "600s")},
-	{name: "empty strategy", in: &infrav1.RemediationStrategy{}, expect: strategy("Reboot", 1, "600s")},
-	{name: "full strategy kept", in: strategy("Reboot", 2, "300s"), expect: strategy("Reboot", 2, "300s")},
-	{name: "only retryLimit", in: strategy("", 3, ""), expect: strategy("Reboot", 3, "600s")},
-	{name: "only timeout", in: strategy("", 0, "15m"), expect: strategy("Reboot", 1, "15m")},
-	{name: "unknown type kept for validation to reject", in: strategy("PowerOff", 0, ""), expect: strategy("PowerOff", 1, "600s")},
+	{name: "no strategy", in: nil, expect: strategy("Reboot", 1, 600)},
+	{name: "empty strategy", in: &infrav1.RemediationStrategy{}, expect: strategy("Reboot", 1, 600)},
+	{name: "full strategy kept", in: strategy("Reboot", 2, 300), expect: strategy("Reboot", 2, 300)},
+	{name: "only retryLimit", in: strategy("", 3, 0), expect: strategy("Reboot", 3, 600)},
+	{name: "only timeout", in: strategy("", 0, 900), expect: strategy("Reboot", 1, 900)},
+	{name: "unknown type kept for validation to reject", in: strategy("PowerOff", 0, 0), expect: strategy("PowerOff", 1, 600)},
 }
 
 func TestMetal3RemediationDefault(t *testing.T) {
@@ -92,21 +79,22 @@ var remediationCases = []struct {
 	strategy   *infrav1.RemediationStrategy
 	wantFields []string
 }{
-	{name: "valid", strategy: strategy("Reboot", 2, "300s")},
+	{name: "valid", strategy: strategy("Reboot", 2, 300)},
 	{name: "valid without strategy", strategy: nil},
 	{name: "valid empty strategy", strategy: &infrav1.RemediationStrategy{}},
-	{name: "valid retryLimit 10", strategy: strategy("Reboot", 10, "600s")},
-	{name: "valid timeout 100s", strategy: strategy("Reboot", 1, "100s")},
-	{name: "unknown type", strategy: strategy("PowerOff", 1, "600s"), wantFields: []string{"type"}},
-	{name: "lower-case type", strategy: strategy("reboot", 1, "600s"), wantFields: []string{"type"}},
-	{name: "negative retryLimit", strategy: strategy("Reboot", -1, "600s"), wantFields: []string{"retryLimit"}},
-	{name: "retryLimit above 10", strategy: strategy("Reboot", 11, "600s"), wantFields: []string{"retryLimit"}},
-	{name: "timeout below 100s", strategy: strategy("Reboot", 1, "99s"), wantFields: []string{"timeout"}},
-	{name: "zero timeout", strategy: strategy("Reboot", 1, "0s"), wantFields: []string{"timeout"}},
+	{name: "valid retryLimit 10", strategy: strategy("Reboot", 10, 600)},
+	{name: "valid timeout 100s", strategy: strategy("Reboot", 1, 100)},
+	{name: "unknown type", strategy: strategy("PowerOff", 1, 600), wantFields: []string{"type"}},
+	{name: "lower-case type", strategy: strategy("reboot", 1, 600), wantFields: []string{"type"}},
+	{name: "negative retryLimit", strategy: strategy("Reboot", -1, 600), wantFields: []string{"retryLimit"}},
+	{name: "retryLimit above 10", strategy: strategy("Reboot", 11, 600), wantFields: []string{"retryLimit"}},
+	{name: "valid unset timeout (the default applies)", strategy: strategy("Reboot", 1, 0)},
+	{name: "timeout below 100s", strategy: strategy("Reboot", 1, 99), wantFields: []string{"timeoutSeconds"}},
+	{name: "negative timeout", strategy: strategy("Reboot", 1, -1), wantFields: []string{"timeoutSeconds"}},
 	{
 		name:       "everything wrong",
-		strategy:   strategy("PowerOff", 50, "10s"),
-		wantFields: []string{"type", "retryLimit", "timeout"},
+		strategy:   strategy("PowerOff", 50, 10),
+		wantFields: []string{"type", "retryLimit", "timeoutSeconds"},
 	},
 }
 
@@ -125,7 +113,7 @@ func TestMetal3RemediationValidate(t *testing.T) {
 				expectFieldErrors(t, err, want...)
 			})
 			t.Run("update", func(t *testing.T) {
-				old := &infrav1.Metal3Remediation{Spec: infrav1.Metal3RemediationSpec{Strategy: strategy("Reboot", 1, "600s")}}
+				old := &infrav1.Metal3Remediation{Spec: infrav1.Metal3RemediationSpec{Strategy: strategy("Reboot", 1, 600)}}
 				_, err := (&Metal3Remediation{}).ValidateUpdate(context.Background(), old, newR())
 				expectFieldErrors(t, err, want...)
 			})
@@ -150,7 +138,7 @@ func TestMetal3RemediationTemplateValidate(t *testing.T) {
 			})
 			t.Run("update", func(t *testing.T) {
 				old := &infrav1.Metal3RemediationTemplate{}
-				old.Spec.Template.Spec.Strategy = strategy("Reboot", 1, "600s")
+				old.Spec.Template.Spec.Strategy = strategy("Reboot", 1, 600)
 				_, err := (&Metal3RemediationTemplate{}).ValidateUpdate(context.Background(), old, newT())
 				expectFieldErrors(t, err, want...)
 			})

@@ -26,24 +26,39 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/conversion"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1beta1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // samplesDir holds the manifests of api/v1beta1/testdata/samples, written as
 // users of upstream CAPM3 write them; every one must be admitted.
 const samplesDir = "../../api/v1beta1/testdata/samples"
 
-// admitSample decodes raw strictly into a new T, defaults it when the kind
-// has a defaulter (as the mutating webhook would), and checks that it is
-// accepted on creation without warnings and on a no-op update.
-func admitSample[T runtime.Object](t *testing.T, raw []byte, obj T, d admission.Defaulter[T], v admission.Validator[T]) {
+// admitSample decodes raw strictly into spoke, the v1beta1 object the sample
+// is written as, and converts it into obj, as the API server converts a
+// v1beta1 request before calling the webhooks. It then defaults obj when the
+// kind has a defaulter (as the mutating webhook would), and checks that it
+// is accepted on creation without warnings and on a no-op update.
+func admitSample[T runtime.Object](t *testing.T, raw []byte, spoke runtime.Object, obj T, d admission.Defaulter[T], v admission.Validator[T]) {
 	t.Helper()
 	ctx := context.Background()
-	if err := yaml.UnmarshalStrict(raw, obj); err != nil {
+	if err := yaml.UnmarshalStrict(raw, spoke); err != nil {
 		t.Fatalf("decoding: %v", err)
+	}
+	convertible, ok := spoke.(conversion.Convertible)
+	if !ok {
+		t.Fatalf("%T does not convert to %T", spoke, obj)
+	}
+	hub, ok := any(obj).(conversion.Hub)
+	if !ok {
+		t.Fatalf("%T is not the conversion hub", obj)
+	}
+	if err := convertible.ConvertTo(hub); err != nil {
+		t.Fatalf("converting to %s: %v", infrav1.GroupVersion.Version, err)
 	}
 	if d != nil {
 		if err := d.Default(ctx, obj); err != nil {
@@ -64,48 +79,48 @@ var sampleAdmitters = map[string]func(*testing.T, []byte){
 	"Metal3Cluster": func(t *testing.T, raw []byte) {
 		t.Helper()
 		w := &Metal3Cluster{}
-		admitSample(t, raw, &infrav1.Metal3Cluster{}, w, w)
+		admitSample(t, raw, &infrav1beta1.Metal3Cluster{}, &infrav1.Metal3Cluster{}, w, w)
 	},
 	"Metal3ClusterTemplate": func(t *testing.T, raw []byte) {
 		t.Helper()
 		w := &Metal3ClusterTemplate{}
-		admitSample(t, raw, &infrav1.Metal3ClusterTemplate{}, w, w)
+		admitSample(t, raw, &infrav1beta1.Metal3ClusterTemplate{}, &infrav1.Metal3ClusterTemplate{}, w, w)
 	},
 	"Metal3ClusterIdentity": func(t *testing.T, raw []byte) {
 		t.Helper()
-		admitSample(t, raw, &infrav1.Metal3ClusterIdentity{}, nil, &Metal3ClusterIdentity{})
+		admitSample(t, raw, &infrav1beta1.Metal3ClusterIdentity{}, &infrav1.Metal3ClusterIdentity{}, nil, &Metal3ClusterIdentity{})
 	},
 	"Metal3Machine": func(t *testing.T, raw []byte) {
 		t.Helper()
 		w := &Metal3Machine{}
-		admitSample(t, raw, &infrav1.Metal3Machine{}, w, w)
+		admitSample(t, raw, &infrav1beta1.Metal3Machine{}, &infrav1.Metal3Machine{}, w, w)
 	},
 	"Metal3MachineTemplate": func(t *testing.T, raw []byte) {
 		t.Helper()
 		w := &Metal3MachineTemplate{}
-		admitSample(t, raw, &infrav1.Metal3MachineTemplate{}, w, w)
+		admitSample(t, raw, &infrav1beta1.Metal3MachineTemplate{}, &infrav1.Metal3MachineTemplate{}, w, w)
 	},
 	"Metal3DataTemplate": func(t *testing.T, raw []byte) {
 		t.Helper()
-		admitSample(t, raw, &infrav1.Metal3DataTemplate{}, nil, &Metal3DataTemplate{})
+		admitSample(t, raw, &infrav1beta1.Metal3DataTemplate{}, &infrav1.Metal3DataTemplate{}, nil, &Metal3DataTemplate{})
 	},
 	"Metal3DataClaim": func(t *testing.T, raw []byte) {
 		t.Helper()
-		admitSample(t, raw, &infrav1.Metal3DataClaim{}, nil, &Metal3DataClaim{})
+		admitSample(t, raw, &infrav1beta1.Metal3DataClaim{}, &infrav1.Metal3DataClaim{}, nil, &Metal3DataClaim{})
 	},
 	"Metal3Data": func(t *testing.T, raw []byte) {
 		t.Helper()
-		admitSample(t, raw, &infrav1.Metal3Data{}, nil, &Metal3Data{})
+		admitSample(t, raw, &infrav1beta1.Metal3Data{}, &infrav1.Metal3Data{}, nil, &Metal3Data{})
 	},
 	"Metal3Remediation": func(t *testing.T, raw []byte) {
 		t.Helper()
 		w := &Metal3Remediation{}
-		admitSample(t, raw, &infrav1.Metal3Remediation{}, w, w)
+		admitSample(t, raw, &infrav1beta1.Metal3Remediation{}, &infrav1.Metal3Remediation{}, w, w)
 	},
 	"Metal3RemediationTemplate": func(t *testing.T, raw []byte) {
 		t.Helper()
 		w := &Metal3RemediationTemplate{}
-		admitSample(t, raw, &infrav1.Metal3RemediationTemplate{}, w, w)
+		admitSample(t, raw, &infrav1beta1.Metal3RemediationTemplate{}, &infrav1.Metal3RemediationTemplate{}, w, w)
 	},
 }
 
