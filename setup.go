@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1beta2 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
 	"github.com/metal3-io/cluster-api-provider-metal3/controllers"
@@ -39,7 +40,8 @@ import (
 
 // newScheme knows every API the manager reads or writes: core Kubernetes,
 // CAPI core (v1beta2 contract), BareMetalHosts, Metal3 IPAM, CAPI IPAM
-// and our own kinds.
+// and both versions of our own kinds: with both, the webhook server also
+// serves /convert, which the CRDs call to convert between them.
 func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
@@ -49,6 +51,7 @@ func newScheme() (*runtime.Scheme, error) {
 		ipamv1.AddToScheme,
 		capipamv1.AddToScheme,
 		infrav1.AddToScheme,
+		infrav1beta2.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
