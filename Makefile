@@ -15,6 +15,10 @@ BIN_DIR := $(ROOT_DIR)/bin
 
 CONTROLLER_GEN_VER := v0.21.0
 CONTROLLER_GEN := $(TOOLS_BIN_DIR)/controller-gen-$(CONTROLLER_GEN_VER)
+# conversion-gen writes the v1beta1 <-> v1beta2 conversions of api/v1beta1
+# (the fields both versions share; the rest is hand-written in conversion.go).
+CONVERSION_GEN_VER := v0.36.0
+CONVERSION_GEN := $(TOOLS_BIN_DIR)/conversion-gen-$(CONVERSION_GEN_VER)
 GOLANGCI_LINT_VER := v2.15.0
 GOLANGCI_LINT := $(TOOLS_BIN_DIR)/golangci-lint-$(GOLANGCI_LINT_VER)
 
@@ -131,8 +135,9 @@ incluster-ipam: ## Build (once) the CAPI in-cluster IPAM provider and print its 
 ##@ Code generation
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy functions.
+generate: $(CONTROLLER_GEN) $(CONVERSION_GEN) ## Generate deepcopy functions and the v1beta1 conversions.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONVERSION_GEN) --output-file=zz_generated.conversion.go --go-header-file=hack/boilerplate.go.txt ./api/v1beta1
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into config/.
@@ -176,6 +181,10 @@ vet: ## go vet.
 $(CONTROLLER_GEN):
 	GOBIN=$(TOOLS_BIN_DIR) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VER)
 	mv $(TOOLS_BIN_DIR)/controller-gen $@
+
+$(CONVERSION_GEN):
+	GOBIN=$(TOOLS_BIN_DIR) go install k8s.io/code-generator/cmd/conversion-gen@$(CONVERSION_GEN_VER)
+	mv $(TOOLS_BIN_DIR)/conversion-gen $@
 
 $(GOLANGCI_LINT):
 	GOBIN=$(TOOLS_BIN_DIR) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VER)

@@ -30,6 +30,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	infrav1beta1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/workload"
@@ -39,7 +40,8 @@ import (
 
 // newScheme knows every API the manager reads or writes: core Kubernetes,
 // CAPI core (v1beta2 contract), BareMetalHosts, Metal3 IPAM, CAPI IPAM
-// and our own kinds.
+// and both versions of our own kinds: with both, the webhook server also
+// serves /convert, which the CRDs call to convert between them.
 func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
@@ -48,6 +50,7 @@ func newScheme() (*runtime.Scheme, error) {
 		bmov1alpha1.AddToScheme,
 		ipamv1.AddToScheme,
 		capipamv1.AddToScheme,
+		infrav1beta1.AddToScheme,
 		infrav1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {

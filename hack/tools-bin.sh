@@ -26,12 +26,21 @@
 #            proxy), for tests where clusterctl must find cert-manager's API.
 #   upstream-capm3-crds  upstream CAPM3's CRDs, for tests that switch what an
 #            upstream CAPM3 left behind over to this provider.
+#   upstream-capm3  upstream CAPM3 as its users install it, for upgrade tests
+#            (`clusterctl init` the upstream release, then `clusterctl upgrade`
+#            to this tree's) and comparisons with this provider: its manager
+#            binary (upstream-capm3-manager), its CRDs in crds/, and its
+#            release as clusterctl reads it from a local repository,
+#            repository/infrastructure-metal3/<version>/ with
+#            infrastructure-components.yaml (upstream's config/ rendered as its
+#            `make release` does), upstream's own metadata.yaml and its
+#            cluster template. test/testenv/upstream.go hands them to tests.
 #
 # Each binary lands in a per-user cache directory keyed by its version, so a
 # second run finds it and builds nothing. The directory is printed on stdout
 # (envtest: the value for KUBEBUILDER_ASSETS); progress goes to stderr.
 #
-# Usage: hack/tools-bin.sh envtest|bmo|ipam|incluster-ipam|cert-manager-crds|upstream-capm3-crds
+# Usage: hack/tools-bin.sh envtest|bmo|ipam|incluster-ipam|cert-manager-crds|upstream-capm3-crds|upstream-capm3
 set -euo pipefail
 
 KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.36.3}"
@@ -46,10 +55,17 @@ IPAM_API_VERSION="${IPAM_API_VERSION:-v1.13.1}"
 # ipam.cluster.x-k8s.io/v1beta2, the version CAPI v1.14 CRDs store.
 INCLUSTER_IPAM_VERSION="${INCLUSTER_IPAM_VERSION:-v1.1.0}"
 UPSTREAM_CAPM3_VERSION="${UPSTREAM_CAPM3_VERSION:-v1.13.2}"
+# Upstream CAPM3's api module, tagged with each release; the main module's
+# go.mod points it at ./api, which does not apply to it as a dependency.
+UPSTREAM_CAPM3_API_VERSION="${UPSTREAM_CAPM3_API_VERSION:-${UPSTREAM_CAPM3_VERSION}}"
+# The manager image upstream's `make release` writes into its components.
+UPSTREAM_CAPM3_IMAGE="${UPSTREAM_CAPM3_IMAGE:-quay.io/metal3-io/cluster-api-provider-metal3}"
 # The version clusterctl v1.14 installs by default.
 CERT_MANAGER_VERSION="${CERT_MANAGER_VERSION:-v1.21.1}"
 
 CACHE_ROOT="${CAPM3_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/capm3-tools}"
+# The repository, whose hack/kustomize renders kustomizations (upstream-capm3).
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 log() { echo "tools-bin: $*" >&2; }
 
@@ -183,6 +199,62 @@ fetch_upstream_capm3_crds() {
 	chmod -R u+w "$out"
 }
 
+build_upstream_capm3() {
+	new_scratch_module
+	cat >>"$SCRATCH/go.mod" <<EOF
+require github.com/metal3-io/cluster-api-provider-metal3 ${UPSTREAM_CAPM3_VERSION}
+replace github.com/metal3-io/cluster-api-provider-metal3/api => github.com/metal3-io/cluster-api-provider-metal3/api ${UPSTREAM_CAPM3_API_VERSION}
+EOF
+	# As for the BMO: no checksum database entries, skipped only for this build.
+	# Every other dependency is at the version upstream's go.mod pins (the BMO
+	# apis at v0.13.2 for v1.13.2): nothing else in the scratch module asks
+	# for more.
+	GONOSUMDB=github.com/metal3-io build_controller "$1" github.com/metal3-io/cluster-api-provider-metal3 "$UPSTREAM_CAPM3_VERSION" config/crd/bases
+}
+
+# render_upstream_capm3_release writes upstream CAPM3's release into $1 as
+# upstream's `make release` does: set-manifest-image (the same sed, on a
+# copy of config/) points the manager at the release's image, then
+# release-manifests renders config/default (`kustomize build`; here
+# hack/kustomize, the kustomize library of our go.mod) and copies
+# metadata.yaml and the cluster template beside it. clusterctl's variables
+# (${CAPM3_DIAGNOSTICS_ADDRESS:=:8443}, ...) stay for clusterctl to fill in.
+render_upstream_capm3_release() {
+	local out="$1" src
+	new_scratch_module
+	log "rendering upstream CAPM3 ${UPSTREAM_CAPM3_VERSION} release"
+	src="$(cd "$SCRATCH" && GONOSUMDB=github.com/metal3-io go mod download -json "github.com/metal3-io/cluster-api-provider-metal3@${UPSTREAM_CAPM3_VERSION}" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+	[ -n "$src" ] || { log "cannot download github.com/metal3-io/cluster-api-provider-metal3@${UPSTREAM_CAPM3_VERSION}"; return 1; }
+	cp -R "$src/config" "$SCRATCH/config"
+	chmod -R u+w "$SCRATCH/config"
+	sed -i'' -e 's@image: .*@image: "'"${UPSTREAM_CAPM3_IMAGE}:${UPSTREAM_CAPM3_VERSION}"'"@' "$SCRATCH/config/default/capm3/manager_image_patch.yaml"
+	mkdir -p "$out"
+	(cd "$ROOT" && go run ./hack/kustomize "$SCRATCH/config/default") >"$out/infrastructure-components.yaml"
+	cp "$src/metadata.yaml" "$out/metadata.yaml"
+	cp "$src/examples/clusterctl-templates/clusterctl-cluster.yaml" "$out/cluster-template.yaml"
+	cp "$src/examples/clusterctl-templates/example_variables.rc" "$out/example_variables.rc"
+	chmod -R u+w "$out"
+}
+
+# ensure_upstream_capm3_release renders the release into the local
+# repository under $1 unless it is there, through a temporary name.
+ensure_upstream_capm3_release() {
+	local repo="$1/repository" tmp components
+	components="$repo/infrastructure-metal3/${UPSTREAM_CAPM3_VERSION}/infrastructure-components.yaml"
+	if [ -f "$components" ]; then
+		return 0
+	fi
+	tmp="$1/.repository.partial.$$"
+	rm -rf "$tmp"
+	render_upstream_capm3_release "$tmp/infrastructure-metal3/${UPSTREAM_CAPM3_VERSION}"
+	# -T: a concurrent run that got there first keeps its repository/.
+	if ! mv -fT "$tmp" "$repo" 2>/dev/null; then
+		rm -rf "$tmp"
+		[ -f "$components" ] || { log "cannot move the rendered release to $repo"; return 1; }
+	fi
+}
+
 # ensure builds $name into $dir unless it is already there. Builds go to a
 # temporary name first so an interrupted build never leaves a half binary that
 # a later run would trust.
@@ -198,15 +270,18 @@ ensure() {
 }
 
 # ensure_crds fetches CRDs with $fetcher into $dir/crds unless they are
-# there, through a temporary name as ensure does, and prints $dir.
+# there, through a temporary name as ensure does, and prints $dir. $dir may
+# hold more (upstream-capm3 builds its binary beside the CRDs).
 ensure_crds() {
 	local dir="$1" fetcher="$2" tmp
 	if [ ! -d "$dir/crds" ]; then
-		mkdir -p "$(dirname "$dir")"
-		tmp="$dir.partial.$$"
+		mkdir -p "$dir"
+		tmp="$dir/.crds.partial.$$"
 		rm -rf "$tmp"
 		"$fetcher" "$tmp"
-		mv -f "$tmp" "$dir"
+		# -T: a concurrent run that got there first keeps its crds/.
+		mv -fT "$tmp/crds" "$dir/crds" 2>/dev/null || [ -d "$dir/crds" ]
+		rm -rf "$tmp"
 	fi
 	echo "$dir"
 }
@@ -240,8 +315,15 @@ cert-manager-crds)
 upstream-capm3-crds)
 	ensure_crds "$CACHE_ROOT/upstream-capm3/${UPSTREAM_CAPM3_VERSION}" fetch_upstream_capm3_crds
 	;;
+upstream-capm3)
+	# The directory of upstream-capm3-crds: the build ships the same crds/.
+	dir="$CACHE_ROOT/upstream-capm3/${UPSTREAM_CAPM3_VERSION}"
+	ensure "$dir" upstream-capm3-manager build_upstream_capm3
+	ensure_upstream_capm3_release "$dir"
+	echo "$dir"
+	;;
 *)
-	echo "usage: $0 envtest|bmo|ipam|incluster-ipam|cert-manager-crds|upstream-capm3-crds" >&2
+	echo "usage: $0 envtest|bmo|ipam|incluster-ipam|cert-manager-crds|upstream-capm3-crds|upstream-capm3" >&2
 	exit 2
 	;;
 esac

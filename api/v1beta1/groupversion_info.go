@@ -16,7 +16,9 @@ limitations under the License.
 
 // Package v1beta1 is the infrastructure.cluster.x-k8s.io/v1beta1 API of the
 // Metal3 provider: upstream CAPM3's spec shapes, the CAPI v1beta2 status
-// contract, and identityRef for multi-tenancy.
+// contract, and identityRef for multi-tenancy. It is served by converting to
+// and from v1beta2, the hub (conversion.go; the fields both versions share
+// are converted by zz_generated.conversion.go, see doc.go).
 //
 // +kubebuilder:object:generate=true
 // +groupName=infrastructure.cluster.x-k8s.io
@@ -36,6 +38,10 @@ var (
 
 	// AddToScheme registers every kind of this package with a scheme.
 	AddToScheme = schemeBuilder.AddToScheme
+
+	// localSchemeBuilder is where zz_generated.conversion.go registers the
+	// conversions to and from v1beta2.
+	localSchemeBuilder = &schemeBuilder
 
 	// objectTypes lists the kinds; each types file appends its kind and list
 	// in an init function.

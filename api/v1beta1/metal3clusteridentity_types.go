@@ -130,7 +130,6 @@ type Metal3ClusterIdentityStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io/move-hierarchy=true"
 // +kubebuilder:subresource:status
-// +kubebuilder:storageversion
 // +kubebuilder:resource:path=metal3clusteridentities,scope=Cluster,categories=cluster-api,shortName=m3ci;metal3ci;metal3clusteridentity
 // +kubebuilder:printcolumn:name="Secret",type="string",JSONPath=".spec.secretRef.name",description="Kubeconfig Secret of the identity"
 // +kubebuilder:printcolumn:name="Secret-Namespace",type="string",JSONPath=".spec.secretRef.namespace",description="Namespace of the Secret (empty: the provider's)",priority=1

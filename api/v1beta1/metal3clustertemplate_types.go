@@ -51,7 +51,6 @@ type ObjectMeta struct {
 // Metal3ClusterTemplate is a template for Metal3Clusters, used by ClusterClasses.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:storageversion
 // +kubebuilder:resource:path=metal3clustertemplates,scope=Namespaced,categories=cluster-api,shortName=m3ct
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description="Time since creation"
 type Metal3ClusterTemplate struct {

@@ -122,7 +122,6 @@ type Metal3DataStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:path=metal3datas,scope=Namespaced,categories=cluster-api,shortName=m3d;m3data;m3datas;metal3d;metal3data
-// +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Index",type="integer",JSONPath=".spec.index",description="Index of the machine in the template"
 // +kubebuilder:printcolumn:name="Ready",type="boolean",JSONPath=".status.ready",description="Whether the Secrets are rendered"
 // +kubebuilder:printcolumn:name="Claim",type="string",JSONPath=".spec.claim.name",description="Metal3DataClaim the data answers"

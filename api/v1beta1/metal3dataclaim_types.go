@@ -83,7 +83,6 @@ type Metal3DataClaimStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:path=metal3dataclaims,scope=Namespaced,categories=cluster-api,shortName=m3dc;m3dataclaim;m3dataclaims;metal3dc;metal3dataclaim
-// +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Template",type="string",JSONPath=".spec.template.name",description="Metal3DataTemplate the data is taken from"
 // +kubebuilder:printcolumn:name="Data",type="string",JSONPath=".status.renderedData.name",description="Metal3Data created for the claim"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description="Whether the data is rendered"

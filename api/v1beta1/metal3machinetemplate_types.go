@@ -47,7 +47,6 @@ type Metal3MachineTemplateResource struct {
 // Metal3MachineTemplate is a template for Metal3Machines.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:storageversion
 // +kubebuilder:resource:path=metal3machinetemplates,scope=Namespaced,categories=cluster-api,shortName=m3mt;m3machinetemplate;m3machinetemplates;metal3mt;metal3machinetemplate
 // +kubebuilder:printcolumn:name="Identity",type="string",JSONPath=".spec.template.spec.identityRef.name",description="Kubeconfig Secret overriding the cluster's identity (empty: the cluster's)"
 // +kubebuilder:printcolumn:name="Node-Reuse",type="boolean",JSONPath=".spec.nodeReuse",description="Hosts are kept for the next machine of this template"

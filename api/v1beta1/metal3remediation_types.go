@@ -182,7 +182,6 @@ const (
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:storageversion
 // +kubebuilder:resource:path=metal3remediations,scope=Namespaced,categories=cluster-api,shortName=m3r;m3remediation
 // +kubebuilder:printcolumn:name="Strategy",type="string",JSONPath=".spec.strategy.type",description="Remediation strategy"
 // +kubebuilder:printcolumn:name="Phase",type="string",JSONPath=".status.phase",description="Phase of the remediation"
@@ -232,7 +231,6 @@ type Metal3RemediationTemplateResource struct {
 // by a MachineHealthCheck's remediation template.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:storageversion
 // +kubebuilder:resource:path=metal3remediationtemplates,scope=Namespaced,categories=cluster-api,shortName=m3rt;m3remediationtemplate;m3remediationtemplates;metal3rt;metal3remediationtemplate
 // +kubebuilder:printcolumn:name="Strategy",type="string",JSONPath=".spec.template.spec.strategy.type",description="Remediation strategy"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description="Time since creation"

@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	infrav1beta1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
@@ -44,11 +45,12 @@ const tenantNamespace = "tenant-a"
 
 // apiServerWithWebhooks starts a kube-apiserver with the provider's CRDs as
 // kustomize builds them (config/crd) and the generated webhook configuration
-// (config/webhook), served by our webhooks in a manager.
+// (config/webhook), served by our webhooks in a manager; both API versions
+// are in the scheme, so envtest points the CRDs' conversion at that manager.
 func apiServerWithWebhooks(t *testing.T) client.Client {
 	t.Helper()
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, infrav1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, infrav1beta1.AddToScheme, infrav1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}

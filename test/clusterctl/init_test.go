@@ -48,6 +48,13 @@ const providerNamespace = "capm3-system"
 // cert-manager's API and installs nothing of it (which it would download).
 func initManagementCluster(t *testing.T, env *testenv.Env, repo *repository) {
 	t.Helper()
+	initManagementClusterWith(t, env, repo, "metal3:"+metal3Version)
+}
+
+// initManagementClusterWith is initManagementCluster with infrastructure
+// ("metal3:<version>") for the infrastructure provider.
+func initManagementClusterWith(t *testing.T, env *testenv.Env, repo *repository, infrastructure string) {
+	t.Helper()
 	clusterctlLogged.Lock()
 	defer clusterctlLogged.Unlock()
 	c := newClusterctl(t, repo.config(t))
@@ -56,7 +63,7 @@ func initManagementCluster(t *testing.T, env *testenv.Env, repo *repository) {
 		CoreProvider:            "cluster-api:" + capiVersion,
 		BootstrapProviders:      []string{"kubeadm:" + capiVersion},
 		ControlPlaneProviders:   []string{"kubeadm:" + capiVersion},
-		InfrastructureProviders: []string{"metal3:" + metal3Version},
+		InfrastructureProviders: []string{infrastructure},
 	}); err != nil {
 		t.Fatalf("clusterctl init: %v", err)
 	}

@@ -18,6 +18,7 @@ package clusterctl_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -27,7 +28,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -176,22 +176,34 @@ func assertMovedMachineKeepsItsHost(t *testing.T, target, pool *testenv.Env, sou
 }
 
 // dropUnservedWebhooks deletes the webhook configurations clusterctl init
-// installed: they point at Services of Deployments that no kubelet runs
-// here, so every call to them would fail. Our own webhooks are tested
-// against these objects elsewhere (internal/webhooks, test/clusterctl's
-// generate test).
+// installed that call a Service: they point at Services of Deployments that
+// no kubelet runs here, so every call to them would fail. Our own webhooks
+// are tested against these objects elsewhere (internal/webhooks,
+// test/clusterctl's generate test). Configurations a test routed to a
+// webhook server it runs (testenv.RouteShippedWebhooks) call a URL and stay.
 func dropUnservedWebhooks(t *testing.T, env *testenv.Env) {
 	t.Helper()
 	ctx := context.Background()
-	for _, list := range []ctrlclient.ObjectList{
-		&admissionregistrationv1.MutatingWebhookConfigurationList{}, &admissionregistrationv1.ValidatingWebhookConfigurationList{},
-	} {
+	mutating := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+	validating := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+	for _, list := range []ctrlclient.ObjectList{mutating, validating} {
 		if err := env.Client.List(ctx, list); err != nil {
 			t.Fatal(err)
 		}
-		if err := meta.EachListItem(list, func(obj runtime.Object) error {
-			return ctrlclient.IgnoreNotFound(env.Client.Delete(ctx, obj.(ctrlclient.Object)))
-		}); err != nil {
+	}
+	var unserved []ctrlclient.Object
+	for i := range mutating.Items {
+		if slices.ContainsFunc(mutating.Items[i].Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.ClientConfig.Service != nil }) {
+			unserved = append(unserved, &mutating.Items[i])
+		}
+	}
+	for i := range validating.Items {
+		if slices.ContainsFunc(validating.Items[i].Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool { return w.ClientConfig.Service != nil }) {
+			unserved = append(unserved, &validating.Items[i])
+		}
+	}
+	for _, obj := range unserved {
+		if err := ctrlclient.IgnoreNotFound(env.Client.Delete(ctx, obj)); err != nil {
 			t.Fatal(err)
 		}
 	}

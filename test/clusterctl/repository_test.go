@@ -125,6 +125,33 @@ func localRepository(t *testing.T) *repository {
 	return repo
 }
 
+// addUpstreamCAPM3 publishes upstream CAPM3's release u in the repository
+// beside ours, under the same provider (metal3): clusterctl finds every
+// version in infrastructure-metal3/ and installs u with `clusterctl init
+// --infrastructure metal3:<u.Version>`, or upgrades from it, reading u's
+// own metadata.yaml for u. The files are copied: clusterctl lists the
+// versions as directories, which a symbolic link is not.
+func (r *repository) addUpstreamCAPM3(t *testing.T, u *testenv.UpstreamRelease) {
+	t.Helper()
+	dir := filepath.Join(r.dir, "infrastructure-metal3", u.Version)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(u.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, entry := range entries {
+		data, err := os.ReadFile(filepath.Join(u.Dir, entry.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, entry.Name()), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // config is a fresh clusterctl configuration pointing at the repository
 // only, with no variables set and no user overrides.
 func (r *repository) config(t *testing.T) *config.MemoryReader {

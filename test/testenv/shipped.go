@@ -59,7 +59,14 @@ func ShippedProvider(t T, vars map[string]string) *Shipped {
 	if err != nil {
 		t.Fatalf("render the provider's components: %v", err)
 	}
-	rendered, err = yamlprocessor.NewSimpleProcessor().Process(rendered, func(name string) (string, error) {
+	return shippedComponents(t, rendered, vars)
+}
+
+// shippedComponents is a component as clusterctl installs its rendered
+// components: with clusterctl's variables at their defaults (or vars' values).
+func shippedComponents(t T, rendered []byte, vars map[string]string) *Shipped {
+	t.Helper()
+	rendered, err := yamlprocessor.NewSimpleProcessor().Process(rendered, func(name string) (string, error) {
 		if v, ok := vars[name]; ok {
 			return v, nil
 		}
@@ -70,7 +77,7 @@ func ShippedProvider(t T, vars map[string]string) *Shipped {
 	}
 	objects, err := utilyaml.ToUnstructured(rendered)
 	if err != nil {
-		t.Fatalf("parse the provider's components: %v", err)
+		t.Fatalf("parse the components: %v", err)
 	}
 	shipped := &Shipped{}
 	for i := range objects {
