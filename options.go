@@ -27,6 +27,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/component-base/logs"
 	logsv1 "k8s.io/component-base/logs/api/v1"
+	"sigs.k8s.io/cluster-api/controllers/crdmigrator"
 	"sigs.k8s.io/cluster-api/util/flags"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostaccess"
@@ -60,8 +61,10 @@ type options struct {
 	// cluster.x-k8s.io/watch-filter=<value> (CAPI contract: --watch-filter).
 	watchFilterValue string
 
-	webhookPort    int
-	webhookCertDir string
+	webhookPort int
+	// skipCRDMigrationPhases are phases of the CRD migrator not to run.
+	skipCRDMigrationPhases []string
+	webhookCertDir         string
 	// webhookHost is the address the webhook server binds to; empty means all
 	// interfaces. Tests bind to loopback.
 	webhookHost string
@@ -270,14 +273,16 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.workloadBurst, "clustercache-client-burst", 30,
 		"Maximum burst of queries to each workload cluster's API server.")
 
+	fs.StringArrayVar(&o.skipCRDMigrationPhases, "skip-crd-migration-phases", nil,
+		"Phases of the CRD migrator to skip (StorageVersionMigration, CleanupManagedFields): by default the manager "+
+			"rewrites objects stored in an older version into v1beta2 and drops managedFields of versions no longer served.")
+
 	// Flags of upstream CAPM3 with nothing to set here, accepted so that an
 	// upstream Deployment runs with this image unchanged; using one logs
 	// why it has no effect.
 	fs.Int("metal3labelsync-concurrency", 10, "")
 	_ = fs.MarkDeprecated("metal3labelsync-concurrency",
 		"label sync runs within the Metal3Machine controller here: --metal3machine-concurrency sets both")
-	fs.StringArray("skip-crd-migration-phases", nil, "")
-	_ = fs.MarkDeprecated("skip-crd-migration-phases", "this release runs no CRD storage version migration: nothing to skip")
 
 	// --diagnostics-address (metrics, served over authenticated HTTPS unless
 	// --insecure-diagnostics), --tls-min-version, --tls-cipher-suites and
@@ -293,6 +298,11 @@ func (o *options) validate() error {
 	}
 	if _, _, err := flags.GetManagerOptions(o.managerOptions); err != nil {
 		return fmt.Errorf("TLS or diagnostics flags: %w", err)
+	}
+	for _, phase := range o.skipCRDMigrationPhases {
+		if phase != string(crdmigrator.StorageVersionMigrationPhase) && phase != string(crdmigrator.CleanupManagedFieldsPhase) {
+			return fmt.Errorf("--skip-crd-migration-phases: unknown phase %q (StorageVersionMigration or CleanupManagedFields)", phase)
+		}
 	}
 	if o.webhookPort < 0 || o.webhookPort > 65535 {
 		return fmt.Errorf("--webhook-port %d is not a port", o.webhookPort)

@@ -23,12 +23,15 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/crdmigrator"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	infrav1beta1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -39,6 +42,7 @@ import (
 )
 
 // newScheme knows every API the manager reads or writes: core Kubernetes,
+// CRDs (the storage migration reads and patches ours),
 // CAPI core (v1beta2 contract), BareMetalHosts, Metal3 IPAM, CAPI IPAM
 // and both versions of our own kinds: with both, the webhook server also
 // serves /convert, which the CRDs call to convert between them.
@@ -46,6 +50,7 @@ func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme,
+		apiextensionsv1.AddToScheme,
 		clusterv1.AddToScheme,
 		bmov1alpha1.AddToScheme,
 		ipamv1.AddToScheme,
@@ -101,7 +106,14 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 		FastTrack:         opts.fastTrack,
 		HostNameIPClaims:  opts.hostNameIPClaims,
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	skip := make([]crdmigrator.Phase, 0, len(opts.skipCRDMigrationPhases))
+	for _, phase := range opts.skipCRDMigrationPhases {
+		skip = append(skip, crdmigrator.Phase(phase))
+	}
+	return controllers.SetupStorageMigration(ctx, mgr, skip, controller.Options{})
 }
 
 // setupWebhooks registers the defaulting and validating webhooks, unless the

@@ -89,7 +89,7 @@ func dataInFlight(data *infrav1.Metal3Data) bool {
 	if len(data.Finalizers) == 0 {
 		return false
 	}
-	return !data.DeletionTimestamp.IsZero() || !data.Status.Ready
+	return !data.DeletionTimestamp.IsZero() || !ptr.Deref(data.Status.Ready, false)
 }
 
 // hasHost reports whether obj (a Metal3Machine) records a host, or in

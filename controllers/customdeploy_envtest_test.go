@@ -91,7 +91,7 @@ func TestProvisioningCustomDeploy(t *testing.T) {
 	cluster.create(t, mgmt.Client)
 	m3m := cluster.machine(t, mgmt.Client, "worker-0", func(m *infrav1.Metal3Machine) {
 		m.Spec.Image = infrav1.Image{}
-		m.Spec.CustomDeploy = &infrav1.CustomDeploy{Method: "install_coreos"}
+		m.Spec.CustomDeploy = infrav1.CustomDeploy{Method: "install_coreos"}
 	})
 	key := ns + "/" + m3m.Name
 
@@ -123,7 +123,7 @@ func TestProvisioningCustomDeploy(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &infrav1.Metal3Machine{}
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3m), got)).To(Succeed())
-		g.Expect(got.Spec.ProviderID).To(HaveValue(Equal("metal3://" + ns + "/" + host.Name + "/" + m3m.Name)))
+		g.Expect(got.Spec.ProviderID).To(Equal("metal3://" + ns + "/" + host.Name + "/" + m3m.Name))
 		g.Expect(got.Status.Initialization.Provisioned).To(HaveValue(BeTrue()))
 		g.Expect(got.Status.Addresses).To(ContainElement(clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: "192.168.100.1"}),
 			"the addresses come from the hardware the Bare Metal Operator inspected")

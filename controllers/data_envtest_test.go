@@ -27,7 +27,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,7 +49,7 @@ var (
 // dataTemplate asks for metadata and network data reading the host's NICs
 // and an address of pool; hostInterface is the NIC the metadata reads.
 func dataTemplate(namespace, name, hostInterface string, pool ipPool) *infrav1.Metal3DataTemplate {
-	poolRef := &infrav1.IPPoolReference{APIGroup: ptr.To(pool.apiGroup), Kind: pool.kind, Name: pool.name}
+	poolRef := infrav1.IPPoolReference{APIGroup: pool.apiGroup, Kind: pool.kind, Name: pool.name}
 	return &infrav1.Metal3DataTemplate{
 		ObjectMeta: metav1ObjectMeta(namespace, name),
 		Spec: infrav1.Metal3DataTemplateSpec{
@@ -59,17 +58,17 @@ func dataTemplate(namespace, name, hostInterface string, pool ipPool) *infrav1.M
 				Strings:            []infrav1.MetaDataString{{Key: "role", Value: "worker"}},
 				ObjectNames:        []infrav1.MetaDataObjectName{{Key: "machine", Object: infrav1.DataSourceObjectMachine}},
 				Indexes:            []infrav1.MetaDataIndex{{Key: "index", Prefix: "node-"}},
-				FromHostInterfaces: []infrav1.MetaDataFromHostInterface{{Key: "mac", Interface: hostInterface}},
-				IPAddressesFromIPPool: []infrav1.MetaDataFromIPPool{{
+				FromHostInterfaces: []infrav1.MetaDataHostInterface{{Key: "mac", Interface: hostInterface}},
+				IPAddressesFromPool: []infrav1.FromPool{{
 					Key: "ip", APIGroup: pool.apiGroup, Kind: pool.kind, Name: pool.name,
 				}},
 			},
 			NetworkData: &infrav1.NetworkData{
-				Links: &infrav1.NetworkDataLinks{Ethernets: []infrav1.EthernetLink{{
+				Links: &infrav1.NetworkDataLink{Ethernets: []infrav1.NetworkDataLinkEthernet{{
 					Type: infrav1.EthernetLinkTypePhy, ID: "eth0", MTU: 1500,
-					MACAddress: infrav1.MACAddressSource{FromHostInterface: ptr.To("eth0")},
+					MACAddress: &infrav1.NetworkLinkEthernetMac{FromHostInterface: "eth0"},
 				}}},
-				Networks: &infrav1.NetworkDataNetworks{IPv4: []infrav1.IPv4Network{{
+				Networks: &infrav1.NetworkDataNetwork{IPv4: []infrav1.NetworkDataIPv4{{
 					ID: "provisioning", Link: "eth0", FromPoolRef: poolRef,
 				}}},
 			},
@@ -88,7 +87,7 @@ func dataClaim(t *testing.T, c client.Client, m3m *infrav1.Metal3Machine, name, 
 				APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Machine", Name: m3m.Name, UID: m3m.UID,
 			}},
 		},
-		Spec: infrav1.Metal3DataClaimSpec{Template: corev1.ObjectReference{Name: template}},
+		Spec: infrav1.Metal3DataClaimSpec{Template: &infrav1.Metal3ObjectRef{Name: template}},
 	}
 	if err := c.Create(context.Background(), claim); err != nil {
 		t.Fatal(err)
@@ -204,7 +203,7 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &infrav1.Metal3Data{}
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(data), got)).To(Succeed())
-		g.Expect(got.Status.Ready).To(BeTrue())
+		g.Expect(got.Status.Ready).To(HaveValue(BeTrue()))
 		g.Expect(conditions.IsTrue(got, infrav1.Metal3DataSecretsRenderedCondition)).To(BeTrue())
 		g.Expect(got.Status.MetaData).To(HaveValue(HaveField("Namespace", nsPoolA)))
 		g.Expect(got.Status.NetworkData).To(HaveValue(HaveField("Namespace", nsPoolA)))
@@ -271,7 +270,7 @@ func TestDataRenderedNextToHost(t *testing.T) {
 	}{
 		{"worker-1", "broken", "eth9", capiPool, nil, "spec.metaData.fromHostInterfaces[0]", "eth9"},
 		{"worker-2", "exhausted", "eth1", ipPool{apiGroup: "ipam.metal3.io", kind: "IPPool", name: "tiny"}, nil,
-			"spec.metaData.ipAddressesFromIPPool[0]", "Exhausted"},
+			"spec.metaData.ipAddressesFromPool[0]", "Exhausted"},
 		{"worker-3", "bmc-annotation", "eth1", capiPool, readBMCAnnotation, "spec.metaData.fromAnnotations[0]", "has no such annotation"},
 		{"worker-4", "bmc-label", "eth1", capiPool, readBMCLabel, "spec.metaData.fromLabels[0]", "has no such label"},
 	}
@@ -283,7 +282,7 @@ func TestDataRenderedNextToHost(t *testing.T) {
 		g.Expect(mgmt.Client.Create(ctx, template)).To(Succeed())
 		// These machines claim their data themselves, from spec.dataTemplate.
 		m3m := cluster.machine(t, mgmt.Client, failure.machine, func(m3m *infrav1.Metal3Machine) {
-			m3m.Spec.DataTemplate = &corev1.ObjectReference{Name: failure.template}
+			m3m.Spec.DataTemplate = &infrav1.Metal3ObjectRef{Name: failure.template}
 		})
 		host := hostOf(m3m)
 		claim := &infrav1.Metal3DataClaim{ObjectMeta: metav1ObjectMeta(nsTenantA, failure.machine)}
@@ -294,10 +293,10 @@ func TestDataRenderedNextToHost(t *testing.T) {
 			g.Expect(conditions.Get(got, infrav1.Metal3DataSecretsRenderedCondition)).To(HaveValue(And(
 				HaveField("Reason", infrav1.Metal3DataRenderingFailedReason),
 				HaveField("Message", And(ContainSubstring(failure.field), ContainSubstring(failure.cause))))))
-			g.Expect(got.Status.Ready).To(BeFalse())
+			g.Expect(got.Status.Ready).To(HaveValue(BeFalse()))
 			gotClaim := &infrav1.Metal3DataClaim{}
 			g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(claim), gotClaim)).To(Succeed())
-			g.Expect(ptr.Deref(gotClaim.Status.ErrorMessage, "")).To(ContainSubstring(failure.field))
+			g.Expect(gotClaim.Status.ErrorMessage).To(ContainSubstring(failure.field))
 			g.Expect(conditions.Get(gotClaim, infrav1.Metal3DataClaimDataReadyCondition)).To(HaveValue(And(
 				HaveField("Reason", infrav1.Metal3DataClaimDataFailedReason),
 				HaveField("Message", ContainSubstring(failure.field)))))

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -62,7 +61,7 @@ func TestDataKindsHonourPause(t *testing.T) {
 	claim := func(name string) {
 		g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3DataClaim{
 			ObjectMeta: metav1ObjectMeta(ns, name),
-			Spec:       infrav1.Metal3DataClaimSpec{Template: corev1.ObjectReference{Name: "workers"}},
+			Spec:       infrav1.Metal3DataClaimSpec{Template: &infrav1.Metal3ObjectRef{Name: "workers"}},
 		})).To(Succeed())
 	}
 	claim("claim-0")
@@ -72,7 +71,7 @@ func TestDataKindsHonourPause(t *testing.T) {
 	data := &infrav1.Metal3Data{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan", Labels: map[string]string{clusterv1.ClusterNameLabel: "cluster-a"}},
 		Spec: infrav1.Metal3DataSpec{
-			Template: corev1.ObjectReference{Name: "others"}, Claim: corev1.ObjectReference{Name: "no-such-claim"},
+			Template: &infrav1.Metal3ObjectRef{Name: "others"}, Claim: &infrav1.Metal3ObjectRef{Name: "no-such-claim"},
 		},
 	}
 	g.Expect(mgmt.Client.Create(ctx, data)).To(Succeed())

@@ -25,9 +25,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,7 +57,7 @@ func TestDataTemplateIndexes(t *testing.T) {
 			wg.Go(func() {
 				claim := &infrav1.Metal3DataClaim{
 					ObjectMeta: metav1ObjectMeta(nsTenantA, fmt.Sprintf("claim-%d", i)),
-					Spec:       infrav1.Metal3DataClaimSpec{Template: corev1.ObjectReference{Name: "workers"}},
+					Spec:       infrav1.Metal3DataClaimSpec{Template: &infrav1.Metal3ObjectRef{Name: "workers"}},
 				}
 				g.Expect(mgmt.Client.Create(ctx, claim)).To(Succeed())
 			})
@@ -72,9 +72,11 @@ func TestDataTemplateIndexes(t *testing.T) {
 		perClaim := map[string]int{}
 		var out []int
 		for _, d := range datas.Items {
-			g.Expect(d.Name).To(Equal(fmt.Sprintf("workers-%d", d.Spec.Index)))
+			g.Expect(d.Spec.Index).NotTo(BeNil(), "%s has its index", d.Name)
+			index := int(*d.Spec.Index)
+			g.Expect(d.Name).To(Equal(fmt.Sprintf("workers-%d", index)))
 			perClaim[d.Spec.Claim.Name]++
-			out = append(out, d.Spec.Index)
+			out = append(out, index)
 		}
 		for claim, n := range perClaim {
 			g.Expect(n).To(Equal(1), "claim %s has %d Metal3Data", claim, n)
@@ -150,7 +152,7 @@ func TestDataTemplateIndexesStableAcrossRestartsAndRevisions(t *testing.T) {
 		t.Helper()
 		g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3DataClaim{
 			ObjectMeta: metav1ObjectMeta(nsTenantA, name),
-			Spec:       infrav1.Metal3DataClaimSpec{Template: corev1.ObjectReference{Name: template}},
+			Spec:       infrav1.Metal3DataClaimSpec{Template: &infrav1.Metal3ObjectRef{Name: template}},
 		})).To(Succeed())
 	}
 	// dataOf maps claim names to the Metal3Data name and index they hold.
@@ -160,7 +162,7 @@ func TestDataTemplateIndexesStableAcrossRestartsAndRevisions(t *testing.T) {
 		out := map[string]string{}
 		for _, d := range datas.Items {
 			if d.DeletionTimestamp.IsZero() {
-				out[d.Spec.Claim.Name] = fmt.Sprintf("%s/%d", d.Name, d.Spec.Index)
+				out[d.Spec.Claim.Name] = fmt.Sprintf("%s/%d", d.Name, ptr.Deref(d.Spec.Index, -1))
 			}
 		}
 		return out

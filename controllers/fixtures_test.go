@@ -279,8 +279,8 @@ func (w workloadCluster) machine(t *testing.T, c client.Client, name string, adj
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace, Name: name, Labels: maps.Clone(labels)},
 		Spec: infrav1.Metal3MachineSpec{Image: infrav1.Image{
 			URL:          "http://172.22.0.1/images/node.qcow2",
-			Checksum:     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-			ChecksumType: ptr.To("sha256"), DiskFormat: ptr.To("qcow2"),
+			Checksum:     ptr.To("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
+			ChecksumType: "sha256", DiskFormat: "qcow2",
 		}},
 	}
 	if adjust != nil {

@@ -187,7 +187,7 @@ func TestHostClaimMode(t *testing.T) {
 		g.Expect(byClaim).To(HaveKey(claim))
 		g.Expect(byClaim[claim].Status.Provisioning.State).To(Equal(bmov1alpha1.StateProvisioned))
 		g.Expect(strings.HasPrefix(claim, "pool-a/") == (m.Namespace == nsA)).To(BeTrue(), "claim %s of %s", claim, m.Namespace)
-		g.Expect(ptr.Deref(m.Spec.ProviderID, "")).To(Equal("metal3://" + claim + "/" + m.Name))
+		g.Expect(m.Spec.ProviderID).To(Equal("metal3://" + claim + "/" + m.Name))
 	}
 	// Every Secret next to a host is its claim's, and what the tenants can
 	// read says nothing of the hosts' BMCs.

@@ -102,7 +102,7 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 		createIPPool(t, mgmt.Client, tenant.namespace, tenant.pool, tenant.first, tenant.last, "192.168.111.1")
 		g.Expect(mgmt.Client.Create(ctx, dataTemplate(tenant.namespace, "workers", "eth1", tenant.pool))).To(Succeed())
 		machines[tenant.namespace] = cluster.machine(t, mgmt.Client, "worker-0", func(m3m *infrav1.Metal3Machine) {
-			m3m.Spec.DataTemplate = &corev1.ObjectReference{Name: "workers"}
+			m3m.Spec.DataTemplate = &infrav1.Metal3ObjectRef{Name: "workers"}
 		})
 	}
 

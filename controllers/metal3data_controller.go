@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -260,8 +262,8 @@ func (r *Metal3DataReconciler) render(ctx context.Context, data *infrav1.Metal3D
 	err = dataManager.Reconcile(ctx)
 	if renderErr, ok := datatemplate.AsRenderError(err); ok {
 		msg := renderErr.Error()
-		data.Status.Ready = false
-		data.Status.ErrorMessage = &msg
+		data.Status.Ready = ptr.To(false)
+		data.Status.ErrorMessage = truncateErrorMessage(msg)
 		setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, infrav1.Metal3DataRenderingFailedReason, msg)
 		// Retrying does not help until the template or an object it reads
 		// changes; a slow requeue catches changes to objects not watched.
@@ -401,4 +403,20 @@ func (r *Metal3DataReconciler) identityFailure(data *infrav1.Metal3Data, id iden
 	}
 	setCondition(data, infrav1.Metal3DataSecretsRenderedCondition, metav1.ConditionFalse, reason, err.Error())
 	return ctrl.Result{RequeueAfter: r.Identities.RetryAfter(id.Key)}
+}
+
+// maxErrorMessageLength is the longest status.errorMessage the CRD accepts.
+const maxErrorMessageLength = 512
+
+// truncateErrorMessage fits msg into status.errorMessage, marking a cut.
+func truncateErrorMessage(msg string) string {
+	if len(msg) <= maxErrorMessageLength {
+		return msg
+	}
+	const ellipsis = "…"
+	cut := maxErrorMessageLength - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + ellipsis
 }

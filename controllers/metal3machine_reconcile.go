@@ -120,13 +120,13 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 	case provisioned:
 		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionTrue, infrav1.ProvisionedReason, "")
 		result, node, err := r.reconcileNode(ctx, s, host)
-		if published == nil && !node.publishable {
+		if published == "" && !node.publishable {
 			// Cluster API looks for the Node by the providerID once, when
 			// the machine publishes it, and hears of Nodes only once the
 			// control plane is initialized: the Node carries it first (as
 			// upstream CAPM3 does), else the first control-plane Machine
 			// would wait for a Node event that never comes.
-			m3m.Spec.ProviderID = nil
+			m3m.Spec.ProviderID = ""
 			return result, err
 		}
 		m3m.Status.Initialization.Provisioned = ptr.To(true)

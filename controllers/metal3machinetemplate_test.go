@@ -21,7 +21,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,13 +38,13 @@ func TestMachineTemplatePause(t *testing.T) {
 	template := &infrav1.Metal3MachineTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "workers", Annotations: map[string]string{clusterv1.PausedAnnotation: ""}},
 		Spec: infrav1.Metal3MachineTemplateSpec{Template: infrav1.Metal3MachineTemplateResource{Spec: infrav1.Metal3MachineSpec{
-			AutomatedCleaningMode: ptr.To("disabled"),
+			AutomatedCleaningMode: "disabled",
 		}}},
 	}
 	machine := &infrav1.Metal3Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0",
 			Annotations: map[string]string{clusterv1.TemplateClonedFromNameAnnotation: "workers"}},
-		Spec: infrav1.Metal3MachineSpec{AutomatedCleaningMode: ptr.To("metadata")},
+		Spec: infrav1.Metal3MachineSpec{AutomatedCleaningMode: "metadata"},
 	}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(template, machine).Build()
 	r := &Metal3MachineTemplateReconciler{Client: c}
@@ -55,7 +54,7 @@ func TestMachineTemplatePause(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(machine), got); err != nil {
 			t.Fatal(err)
 		}
-		return ptr.Deref(got.Spec.AutomatedCleaningMode, "")
+		return got.Spec.AutomatedCleaningMode
 	}
 	reconcile := func() {
 		t.Helper()

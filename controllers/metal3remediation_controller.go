@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/patch"
@@ -271,7 +270,7 @@ func (s *remediationScope) manager(r *Metal3RemediationReconciler, m3r *infrav1.
 func remediationNodeQuery(target *remediation.Target, host remediation.Host) workload.NodeQuery {
 	return workload.NodeQuery{
 		NodeName:   target.Machine.Status.NodeRef.Name,
-		ProviderID: ptr.Deref(target.M3Machine.Spec.ProviderID, ""),
+		ProviderID: target.M3Machine.Spec.ProviderID,
 		HostUID:    string(host.UID()),
 	}
 }

@@ -67,7 +67,7 @@ func TestRemediationReportsWhatItCannotFind(t *testing.T) {
 		m3r := &infrav1.Metal3Remediation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: "cluster-a"}},
 			Spec: infrav1.Metal3RemediationSpec{Strategy: &infrav1.RemediationStrategy{
-				Type: infrav1.RebootRemediationStrategy, RetryLimit: 1, Timeout: &metav1.Duration{Duration: 100 * time.Second},
+				Type: infrav1.RebootRemediationStrategy, RetryLimit: 1, TimeoutSeconds: 100,
 			}},
 		}
 		g.Expect(mgmt.Client.Create(ctx, m3r)).To(Succeed())

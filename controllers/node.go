@@ -175,9 +175,6 @@ func cloudProviderEnabled(m3c *infrav1.Metal3Cluster) bool {
 	if m3c.Spec.CloudProviderEnabled != nil {
 		return *m3c.Spec.CloudProviderEnabled
 	}
-	if m3c.Spec.NoCloudProvider != nil { //nolint:staticcheck // the deprecated field still counts when the webhook did not translate it
-		return !*m3c.Spec.NoCloudProvider //nolint:staticcheck // as above
-	}
 	return false
 }
 
@@ -213,16 +210,16 @@ func (r *Metal3MachineReconciler) labelSyncPrefixes(ctx context.Context, m3c *in
 // again meanwhile, would leave the first control-plane Machine (and so the
 // whole cluster) waiting forever. A new status.lastUpdated is an event on
 // the Metal3Machine, on which Cluster API looks again.
-func awaitNodeRef(ctx context.Context, s *machineScope, published *string, result ctrl.Result, now time.Time) ctrl.Result {
+func awaitNodeRef(ctx context.Context, s *machineScope, published string, result ctrl.Result, now time.Time) ctrl.Result {
 	machine := s.machine
 	if machine.Status.NodeRef.IsDefined() || !machine.DeletionTimestamp.IsZero() {
 		return result
 	}
 	lastUpdated := s.m3m.Status.LastUpdated
-	lookedAndMissed := published != nil && machine.Spec.ProviderID == *published
+	lookedAndMissed := published != "" && machine.Spec.ProviderID == published
 	if lookedAndMissed && (lastUpdated == nil || now.Sub(lastUpdated.Time) >= nodeRefWait) {
 		ctrl.LoggerFrom(ctx).Info("Cluster API has not linked the Machine to its Node yet; asking it to look again",
-			"machine", klog.KObj(machine), "providerID", *published)
+			"machine", klog.KObj(machine), "providerID", published)
 		s.m3m.Status.LastUpdated = &metav1.Time{Time: now}
 	}
 	if result.RequeueAfter == 0 || result.RequeueAfter > nodeRefWait {

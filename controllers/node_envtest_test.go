@@ -77,7 +77,7 @@ func TestNodeProviderIDWithoutCloudProvider(t *testing.T) {
 	// providerID: not before the Node carries it.
 	g.Consistently(func(g Gomega) {
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3m), m3m)).To(Succeed())
-		g.Expect(m3m.Spec.ProviderID).To(BeNil(), "no providerID while the Node is not registered")
+		g.Expect(m3m.Spec.ProviderID).To(BeEmpty(), "no providerID while the Node is not registered")
 		g.Expect(m3m.Status.Initialization.Provisioned).To(BeNil())
 	}).WithTimeout(3 * time.Second).Should(Succeed())
 
@@ -91,7 +91,7 @@ func TestNodeProviderIDWithoutCloudProvider(t *testing.T) {
 	}).WithTimeout(60*time.Second).Should(Equal(want), "the Node gets the machine's provider ID")
 	g.Eventually(func(g Gomega) {
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3m), m3m)).To(Succeed())
-		g.Expect(m3m.Spec.ProviderID).To(HaveValue(Equal(want)), "then the machine publishes it")
+		g.Expect(m3m.Spec.ProviderID).To(Equal(want), "then the machine publishes it")
 		g.Expect(m3m.Status.Initialization.Provisioned).To(HaveValue(BeTrue()))
 	}).WithTimeout(60 * time.Second).Should(Succeed())
 }

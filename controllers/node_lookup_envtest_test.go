@@ -144,7 +144,7 @@ func TestNodeLookupOfMachineAndRemediation(t *testing.T) {
 			machine := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p}}
 			machine.Status.NodeRef.Name = prefixed(tt.nodeRef)
 			m3m := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p},
-				Spec: infrav1.Metal3MachineSpec{ProviderID: ptr.To(pid)}}
+				Spec: infrav1.Metal3MachineSpec{ProviderID: pid}}
 			wantAmbiguous := func(t *testing.T, who string, err error) {
 				t.Helper()
 				if !errors.Is(err, workload.ErrAmbiguousNode) {

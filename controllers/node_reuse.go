@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,6 +76,6 @@ func (r *Metal3MachineReconciler) nodeReuse(ctx context.Context, cluster *cluste
 		// A template deleted with its owner reserves nothing.
 		return reuse, client.IgnoreNotFound(err)
 	}
-	reuse.Reserve = template.Spec.NodeReuse
+	reuse.Reserve = ptr.Deref(template.Spec.NodeReuse, false)
 	return reuse, nil
 }

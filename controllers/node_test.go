@@ -22,7 +22,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -41,7 +40,7 @@ func TestAwaitNodeRef(t *testing.T) {
 		// published is the providerID the Metal3Machine had before this
 		// reconcile; machineProviderID what Cluster API copied to the
 		// Machine.
-		published         *string
+		published         string
 		machineProviderID string
 		nodeRef           string
 		deleting          bool
@@ -52,49 +51,49 @@ func TestAwaitNodeRef(t *testing.T) {
 	}{
 		{
 			name:      "linked: nothing to wait for",
-			published: ptr.To(providerID), machineProviderID: providerID, nodeRef: "node-0",
+			published: providerID, machineProviderID: providerID, nodeRef: "node-0",
 			lastUpdated: &longAgo,
 		},
 		{
 			name:      "published in this reconcile: Cluster API has not looked yet",
-			published: nil, lastUpdated: &longAgo,
+			published: "", lastUpdated: &longAgo,
 			wantRequeue: nodeRefWait,
 		},
 		{
 			name:      "Cluster API has not copied the providerID yet",
-			published: ptr.To(providerID), lastUpdated: &longAgo,
+			published: providerID, lastUpdated: &longAgo,
 			wantRequeue: nodeRefWait,
 		},
 		{
 			name:      "Cluster API looked and missed, long ago: asked to look again",
-			published: ptr.To(providerID), machineProviderID: providerID, lastUpdated: &longAgo,
+			published: providerID, machineProviderID: providerID, lastUpdated: &longAgo,
 			wantNudge: true, wantRequeue: nodeRefWait,
 		},
 		{
 			name:      "Cluster API looked and missed, status never stamped",
-			published: ptr.To(providerID), machineProviderID: providerID,
+			published: providerID, machineProviderID: providerID,
 			wantNudge: true, wantRequeue: nodeRefWait,
 		},
 		{
 			name:      "Cluster API looked a moment ago: no new event yet",
-			published: ptr.To(providerID), machineProviderID: providerID, lastUpdated: &justNow,
+			published: providerID, machineProviderID: providerID, lastUpdated: &justNow,
 			wantRequeue: nodeRefWait,
 		},
 		{
 			name:      "a sooner requeue is kept",
-			published: ptr.To(providerID), machineProviderID: providerID, lastUpdated: &justNow,
+			published: providerID, machineProviderID: providerID, lastUpdated: &justNow,
 			result:      ctrl.Result{RequeueAfter: time.Second},
 			wantRequeue: time.Second,
 		},
 		{
 			name:      "a later requeue is brought forward",
-			published: ptr.To(providerID), machineProviderID: providerID, lastUpdated: &justNow,
+			published: providerID, machineProviderID: providerID, lastUpdated: &justNow,
 			result:      ctrl.Result{RequeueAfter: nodeRequeue},
 			wantRequeue: nodeRefWait,
 		},
 		{
 			name:      "the Machine is being deleted",
-			published: ptr.To(providerID), machineProviderID: providerID, deleting: true, lastUpdated: &longAgo,
+			published: providerID, machineProviderID: providerID, deleting: true, lastUpdated: &longAgo,
 		},
 	}
 	for _, tt := range tests {

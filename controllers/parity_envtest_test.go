@@ -113,7 +113,7 @@ func TestNodeFoundByHostname(t *testing.T) {
 	g.Expect(other.Spec.ProviderID).To(BeEmpty(), "a Node labelled for another host is not the machine's")
 	g.Eventually(func(g Gomega) {
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3m), m3m)).To(Succeed())
-		g.Expect(m3m.Spec.ProviderID).To(HaveValue(Equal(want)))
+		g.Expect(m3m.Spec.ProviderID).To(Equal(want))
 		g.Expect(m3m.Status.LastUpdated).NotTo(BeNil(), "status.lastUpdated is written as upstream does")
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
@@ -212,9 +212,9 @@ func machineTemplate(t *testing.T, c client.Client, namespace, name string, node
 	t.Helper()
 	template := &infrav1.Metal3MachineTemplate{
 		ObjectMeta: metav1ObjectMeta(namespace, name),
-		Spec: infrav1.Metal3MachineTemplateSpec{NodeReuse: nodeReuse, Template: infrav1.Metal3MachineTemplateResource{
+		Spec: infrav1.Metal3MachineTemplateSpec{NodeReuse: ptr.To(nodeReuse), Template: infrav1.Metal3MachineTemplateResource{
 			Spec: infrav1.Metal3MachineSpec{Image: infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2",
-				Checksum: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", ChecksumType: ptr.To("sha256")}},
+				Checksum: ptr.To("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"), ChecksumType: "sha256"}},
 		}},
 	}
 	if err := c.Create(context.Background(), template); err != nil {
@@ -323,11 +323,11 @@ func TestMoveBlockedWhileMidFlight(t *testing.T) {
 	g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3DataTemplate{
 		ObjectMeta: metav1ObjectMeta(nsTenant, "workers"),
 		Spec: infrav1.Metal3DataTemplateSpec{ClusterName: "cluster-a", MetaData: &infrav1.MetaData{
-			IPAddressesFromIPPool: []infrav1.MetaDataFromIPPool{{Key: "ip", APIGroup: metal3Pool.apiGroup, Kind: metal3Pool.kind, Name: "prealloc"}},
+			IPAddressesFromPool: []infrav1.FromPool{{Key: "ip", APIGroup: metal3Pool.apiGroup, Kind: metal3Pool.kind, Name: "prealloc"}},
 		}},
 	})).To(Succeed())
 	m3m := cluster.machine(t, mgmt.Client, "worker-0", func(m *infrav1.Metal3Machine) {
-		m.Spec.DataTemplate = &corev1.ObjectReference{Name: "workers"}
+		m.Spec.DataTemplate = &infrav1.Metal3ObjectRef{Name: "workers"}
 	})
 	host := hostOf(t, pool.Client, nsPool, m3m)
 	data := &infrav1.Metal3Data{ObjectMeta: metav1ObjectMeta(nsTenant, "workers-0")}

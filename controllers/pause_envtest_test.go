@@ -47,7 +47,7 @@ func TestPauseAndTemplatePropagation(t *testing.T) {
 	g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3MachineTemplate{
 		ObjectMeta: metav1ObjectMeta(nsTenantA, "workers"),
 		Spec: infrav1.Metal3MachineTemplateSpec{Template: infrav1.Metal3MachineTemplateResource{Spec: infrav1.Metal3MachineSpec{
-			Image: infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: "http://172.22.0.1/images/node.qcow2.sha256sum"},
+			Image: infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: ptr.To("http://172.22.0.1/images/node.qcow2.sha256sum")},
 		}}},
 	})).To(Succeed())
 	workers := []string{"worker-0", "worker-1"}
@@ -95,12 +95,12 @@ func TestPauseAndTemplatePropagation(t *testing.T) {
 	}).WithTimeout(3*time.Second).Should(Succeed(), "an operator's pause stays")
 
 	template := &infrav1.Metal3MachineTemplate{ObjectMeta: metav1ObjectMeta(nsTenantA, "workers")}
-	update(t, mgmt.Client, template, func() { template.Spec.Template.Spec.AutomatedCleaningMode = ptr.To("disabled") })
+	update(t, mgmt.Client, template, func() { template.Spec.Template.Spec.AutomatedCleaningMode = "disabled" })
 	g.Eventually(func(g Gomega) {
 		for _, name := range workers {
 			m := &infrav1.Metal3Machine{}
 			g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: nsTenantA, Name: name}, m)).To(Succeed())
-			g.Expect(m.Spec.AutomatedCleaningMode).To(HaveValue(Equal("disabled")))
+			g.Expect(m.Spec.AutomatedCleaningMode).To(Equal("disabled"))
 		}
 		g.Expect(hostOf(g, "worker-0").Spec.AutomatedCleaningMode).To(Equal(bmov1alpha1.CleaningModeDisabled))
 	}).WithTimeout(30*time.Second).Should(Succeed(), "automatedCleaningMode flows template → machines → hosts")
@@ -121,8 +121,8 @@ func TestNodeReuse(t *testing.T) {
 	cluster.create(t, mgmt.Client)
 	g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3MachineTemplate{
 		ObjectMeta: metav1ObjectMeta(nsTenantA, "workers"),
-		Spec: infrav1.Metal3MachineTemplateSpec{NodeReuse: true, Template: infrav1.Metal3MachineTemplateResource{Spec: infrav1.Metal3MachineSpec{
-			Image: infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: "http://172.22.0.1/images/node.qcow2.sha256sum"},
+		Spec: infrav1.Metal3MachineTemplateSpec{NodeReuse: ptr.To(true), Template: infrav1.Metal3MachineTemplateResource{Spec: infrav1.Metal3MachineSpec{
+			Image: infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: ptr.To("http://172.22.0.1/images/node.qcow2.sha256sum")},
 		}}},
 	})).To(Succeed())
 	machineDeployment(t, mgmt.Client, nsTenantA, "cluster-a", "workers")

@@ -25,6 +25,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,7 +86,7 @@ func provisionAndRelease(t *testing.T, mgmt client.Client, hostCluster client.Cl
 	g.Eventually(func(g Gomega) {
 		got := &infrav1.Metal3Machine{}
 		g.Expect(mgmt.Get(ctx, client.ObjectKeyFromObject(m3m), got)).To(Succeed())
-		g.Expect(got.Spec.ProviderID).To(HaveValue(Equal("metal3://" + hostNamespace + "/" + host.Name + "/" + m3m.Name)))
+		g.Expect(got.Spec.ProviderID).To(Equal("metal3://" + hostNamespace + "/" + host.Name + "/" + m3m.Name))
 		g.Expect(got.Status.Initialization.Provisioned).To(HaveValue(BeTrue()))
 		g.Expect(got.Status.Addresses).To(ContainElement(clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: "192.168.111.20"}))
 		g.Expect(conditions.IsTrue(got, infrav1.ReadyCondition)).To(BeTrue())
@@ -160,7 +161,7 @@ func TestProvisioningThroughPools(t *testing.T) {
 		ObjectMeta: metav1ObjectMeta(nsTenantA, "gpu-workers"),
 		Spec: infrav1.Metal3MachineTemplateSpec{Template: infrav1.Metal3MachineTemplateResource{Spec: infrav1.Metal3MachineSpec{
 			IdentityRef: &infrav1.IdentityRef{Name: "pool-gpu-kubeconfig"},
-			Image:       infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: "http://172.22.0.1/images/node.qcow2.sha256sum"},
+			Image:       infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: ptr.To("http://172.22.0.1/images/node.qcow2.sha256sum")},
 		}}},
 	})).To(Succeed())
 	// The worker also brings its own metadata and network data.

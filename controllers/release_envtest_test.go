@@ -25,7 +25,6 @@ import (
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -60,7 +59,7 @@ func TestReleaseTrustsThePool(t *testing.T) {
 	cluster.create(t, mgmt.Client)
 
 	first := cluster.machine(t, mgmt.Client, "first", func(m *infrav1.Metal3Machine) {
-		m.Spec.AutomatedCleaningMode = ptr.To(string(bmov1alpha1.CleaningModeDisabled))
+		m.Spec.AutomatedCleaningMode = string(bmov1alpha1.CleaningModeDisabled)
 	})
 	var host bmov1alpha1.BareMetalHost
 	g.Eventually(func(g Gomega) {

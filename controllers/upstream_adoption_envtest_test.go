@@ -142,7 +142,7 @@ func TestAdoptWhatUpstreamCAPM3Left(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		for name, host := range machines {
 			m3m := m3mReady(g, name)
-			g.Expect(ptr.Deref(m3m.Spec.ProviderID, "")).To(Equal("metal3://" + ns + "/" + host + "/" + name))
+			g.Expect(m3m.Spec.ProviderID).To(Equal("metal3://" + ns + "/" + host + "/" + name))
 			h := &bmov1alpha1.BareMetalHost{}
 			g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: host}, h)).To(Succeed())
 			g.Expect(h.Annotations).NotTo(HaveKey(bmov1alpha1.PausedAnnotation), "the pause upstream set is lifted with the cluster's")

@@ -238,7 +238,7 @@ current-context: workload
 						HavePrefix("False/"+a.wantReason+": "), ContainSubstrings(a.wantIn, a.name+"-kubeconfig")),
 						"%s: %s %s reports the refusal", a.name, obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
 				}
-				g.Expect(m3m.Spec.ProviderID).To(BeNil(), "%s: no Node was found through a refused kubeconfig", a.name)
+				g.Expect(m3m.Spec.ProviderID).To(BeEmpty(), "%s: no Node was found through a refused kubeconfig", a.name)
 			}
 			g.Eventually(func(g Gomega) {
 				events := &eventsv1.EventList{}

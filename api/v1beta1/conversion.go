@@ -17,7 +17,6 @@ limitations under the License.
 package v1beta1
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"time"
@@ -42,17 +41,12 @@ import (
 //     v1beta1 → v1beta2 takes back from it what v1beta1 cannot say (an empty
 //     checksum versus none, nodeReuse unset versus false, the order of
 //     failure domains…) as long as the v1beta1 object still says the same.
-//   - v1beta1 → v1beta2 keeps noCloudProvider, which v1beta2 dropped, in
-//     NoCloudProviderAnnotation; everything else v1beta1 can say, v1beta2
-//     can say too (conversion_test.go lists the spellings that mean the
-//     same thing, e.g. a pointer to "" and no value).
+//   - v1beta1 → v1beta2 records what v1beta2 cannot say (noCloudProvider,
+//     a reference's kind…) in V1beta1DataAnnotation
+//     (conversion_v1beta1data.go).
 
-// NoCloudProviderAnnotation carries a v1beta1 Metal3Cluster's deprecated
-// spec.noCloudProvider through v1beta2, which has only cloudProviderEnabled.
-const NoCloudProviderAnnotation = "infrastructure.cluster.x-k8s.io/v1beta1-no-cloud-provider"
-
-// ConvertTo converts this Metal3Cluster to the hub version.
-func (src *Metal3Cluster) ConvertTo(dstRaw conversion.Hub) error {
+// convertTo converts this Metal3Cluster to the hub version.
+func (src *Metal3Cluster) convertTo(dstRaw conversion.Hub) error {
 	dst := dstRaw.(*infrav1.Metal3Cluster)
 	if err := Convert_v1beta1_Metal3Cluster_To_v1beta2_Metal3Cluster(src, dst, nil); err != nil {
 		return err
@@ -67,21 +61,20 @@ func (src *Metal3Cluster) ConvertTo(dstRaw conversion.Hub) error {
 	if ok {
 		restoreClusterSpec(&restored.Spec, &dst.Spec)
 	}
-	return keepNoCloudProvider(&src.Spec, dst)
+	return nil
 }
 
-// ConvertFrom converts the hub version to this Metal3Cluster.
-func (dst *Metal3Cluster) ConvertFrom(srcRaw conversion.Hub) error {
+// convertFrom converts the hub version to this Metal3Cluster.
+func (dst *Metal3Cluster) convertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*infrav1.Metal3Cluster)
 	if err := Convert_v1beta2_Metal3Cluster_To_v1beta1_Metal3Cluster(src, dst, nil); err != nil {
 		return err
 	}
-	takeBackNoCloudProvider(src, dst, &dst.Spec)
 	return utilconversion.MarshalData(src, dst)
 }
 
-// ConvertTo converts this Metal3ClusterTemplate to the hub version.
-func (src *Metal3ClusterTemplate) ConvertTo(dstRaw conversion.Hub) error {
+// convertTo converts this Metal3ClusterTemplate to the hub version.
+func (src *Metal3ClusterTemplate) convertTo(dstRaw conversion.Hub) error {
 	dst := dstRaw.(*infrav1.Metal3ClusterTemplate)
 	if err := Convert_v1beta1_Metal3ClusterTemplate_To_v1beta2_Metal3ClusterTemplate(src, dst, nil); err != nil {
 		return err
@@ -96,21 +89,20 @@ func (src *Metal3ClusterTemplate) ConvertTo(dstRaw conversion.Hub) error {
 	if ok {
 		restoreClusterSpec(&restored.Spec.Template.Spec, &dst.Spec.Template.Spec)
 	}
-	return keepNoCloudProvider(&src.Spec.Template.Spec, dst)
+	return nil
 }
 
-// ConvertFrom converts the hub version to this Metal3ClusterTemplate.
-func (dst *Metal3ClusterTemplate) ConvertFrom(srcRaw conversion.Hub) error {
+// convertFrom converts the hub version to this Metal3ClusterTemplate.
+func (dst *Metal3ClusterTemplate) convertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*infrav1.Metal3ClusterTemplate)
 	if err := Convert_v1beta2_Metal3ClusterTemplate_To_v1beta1_Metal3ClusterTemplate(src, dst, nil); err != nil {
 		return err
 	}
-	takeBackNoCloudProvider(src, dst, &dst.Spec.Template.Spec)
 	return utilconversion.MarshalData(src, dst)
 }
 
-// ConvertTo converts this Metal3Machine to the hub version.
-func (src *Metal3Machine) ConvertTo(dstRaw conversion.Hub) error {
+// convertTo converts this Metal3Machine to the hub version.
+func (src *Metal3Machine) convertTo(dstRaw conversion.Hub) error {
 	dst := dstRaw.(*infrav1.Metal3Machine)
 	if err := Convert_v1beta1_Metal3Machine_To_v1beta2_Metal3Machine(src, dst, nil); err != nil {
 		return err
@@ -123,8 +115,8 @@ func (src *Metal3Machine) ConvertTo(dstRaw conversion.Hub) error {
 	return nil
 }
 
-// ConvertFrom converts the hub version to this Metal3Machine.
-func (dst *Metal3Machine) ConvertFrom(srcRaw conversion.Hub) error {
+// convertFrom converts the hub version to this Metal3Machine.
+func (dst *Metal3Machine) convertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*infrav1.Metal3Machine)
 	if err := Convert_v1beta2_Metal3Machine_To_v1beta1_Metal3Machine(src, dst, nil); err != nil {
 		return err
@@ -132,8 +124,8 @@ func (dst *Metal3Machine) ConvertFrom(srcRaw conversion.Hub) error {
 	return utilconversion.MarshalData(src, dst)
 }
 
-// ConvertTo converts this Metal3MachineTemplate to the hub version.
-func (src *Metal3MachineTemplate) ConvertTo(dstRaw conversion.Hub) error {
+// convertTo converts this Metal3MachineTemplate to the hub version.
+func (src *Metal3MachineTemplate) convertTo(dstRaw conversion.Hub) error {
 	dst := dstRaw.(*infrav1.Metal3MachineTemplate)
 	if err := Convert_v1beta1_Metal3MachineTemplate_To_v1beta2_Metal3MachineTemplate(src, dst, nil); err != nil {
 		return err
@@ -150,8 +142,8 @@ func (src *Metal3MachineTemplate) ConvertTo(dstRaw conversion.Hub) error {
 	return nil
 }
 
-// ConvertFrom converts the hub version to this Metal3MachineTemplate.
-func (dst *Metal3MachineTemplate) ConvertFrom(srcRaw conversion.Hub) error {
+// convertFrom converts the hub version to this Metal3MachineTemplate.
+func (dst *Metal3MachineTemplate) convertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*infrav1.Metal3MachineTemplate)
 	if err := Convert_v1beta2_Metal3MachineTemplate_To_v1beta1_Metal3MachineTemplate(src, dst, nil); err != nil {
 		return err
@@ -159,8 +151,8 @@ func (dst *Metal3MachineTemplate) ConvertFrom(srcRaw conversion.Hub) error {
 	return utilconversion.MarshalData(src, dst)
 }
 
-// ConvertTo converts this Metal3Remediation to the hub version.
-func (src *Metal3Remediation) ConvertTo(dstRaw conversion.Hub) error {
+// convertTo converts this Metal3Remediation to the hub version.
+func (src *Metal3Remediation) convertTo(dstRaw conversion.Hub) error {
 	dst := dstRaw.(*infrav1.Metal3Remediation)
 	if err := Convert_v1beta1_Metal3Remediation_To_v1beta2_Metal3Remediation(src, dst, nil); err != nil {
 		return err
@@ -171,8 +163,8 @@ func (src *Metal3Remediation) ConvertTo(dstRaw conversion.Hub) error {
 	return err
 }
 
-// ConvertFrom converts the hub version to this Metal3Remediation.
-func (dst *Metal3Remediation) ConvertFrom(srcRaw conversion.Hub) error {
+// convertFrom converts the hub version to this Metal3Remediation.
+func (dst *Metal3Remediation) convertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*infrav1.Metal3Remediation)
 	if err := Convert_v1beta2_Metal3Remediation_To_v1beta1_Metal3Remediation(src, dst, nil); err != nil {
 		return err
@@ -180,8 +172,8 @@ func (dst *Metal3Remediation) ConvertFrom(srcRaw conversion.Hub) error {
 	return utilconversion.MarshalData(src, dst)
 }
 
-// ConvertTo converts this Metal3RemediationTemplate to the hub version.
-func (src *Metal3RemediationTemplate) ConvertTo(dstRaw conversion.Hub) error {
+// convertTo converts this Metal3RemediationTemplate to the hub version.
+func (src *Metal3RemediationTemplate) convertTo(dstRaw conversion.Hub) error {
 	dst := dstRaw.(*infrav1.Metal3RemediationTemplate)
 	if err := Convert_v1beta1_Metal3RemediationTemplate_To_v1beta2_Metal3RemediationTemplate(src, dst, nil); err != nil {
 		return err
@@ -195,8 +187,8 @@ func (src *Metal3RemediationTemplate) ConvertTo(dstRaw conversion.Hub) error {
 	return nil
 }
 
-// ConvertFrom converts the hub version to this Metal3RemediationTemplate.
-func (dst *Metal3RemediationTemplate) ConvertFrom(srcRaw conversion.Hub) error {
+// convertFrom converts the hub version to this Metal3RemediationTemplate.
+func (dst *Metal3RemediationTemplate) convertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*infrav1.Metal3RemediationTemplate)
 	if err := Convert_v1beta2_Metal3RemediationTemplate_To_v1beta1_Metal3RemediationTemplate(src, dst, nil); err != nil {
 		return err
@@ -204,73 +196,15 @@ func (dst *Metal3RemediationTemplate) ConvertFrom(srcRaw conversion.Hub) error {
 	return utilconversion.MarshalData(src, dst)
 }
 
-// ConvertTo converts this Metal3ClusterIdentity to the hub version; the two
+// convertTo converts this Metal3ClusterIdentity to the hub version; the two
 // versions are the same.
-func (src *Metal3ClusterIdentity) ConvertTo(dstRaw conversion.Hub) error {
+func (src *Metal3ClusterIdentity) convertTo(dstRaw conversion.Hub) error {
 	return Convert_v1beta1_Metal3ClusterIdentity_To_v1beta2_Metal3ClusterIdentity(src, dstRaw.(*infrav1.Metal3ClusterIdentity), nil)
 }
 
-// ConvertFrom converts the hub version to this Metal3ClusterIdentity.
-func (dst *Metal3ClusterIdentity) ConvertFrom(srcRaw conversion.Hub) error {
+// convertFrom converts the hub version to this Metal3ClusterIdentity.
+func (dst *Metal3ClusterIdentity) convertFrom(srcRaw conversion.Hub) error {
 	return Convert_v1beta2_Metal3ClusterIdentity_To_v1beta1_Metal3ClusterIdentity(srcRaw.(*infrav1.Metal3ClusterIdentity), dst, nil)
-}
-
-// noCloudProviderRecord is what NoCloudProviderAnnotation holds: the
-// v1beta1 pair, so that the way back writes exactly what the user wrote.
-type noCloudProviderRecord struct {
-	NoCloudProvider bool `json:"noCloudProvider"`
-	// CloudProviderEnabledUnset: v1beta1 had no cloudProviderEnabled, the
-	// hub's was derived from noCloudProvider.
-	CloudProviderEnabledUnset bool `json:"cloudProviderEnabledUnset,omitempty"`
-}
-
-// keepNoCloudProvider records a v1beta1 spec's noCloudProvider on the hub.
-func keepNoCloudProvider(spec *Metal3ClusterSpec, hub metav1.Object) error {
-	if spec.NoCloudProvider == nil {
-		return nil
-	}
-	data, err := json.Marshal(noCloudProviderRecord{
-		NoCloudProvider:           *spec.NoCloudProvider,
-		CloudProviderEnabledUnset: spec.CloudProviderEnabled == nil,
-	})
-	if err != nil {
-		return err
-	}
-	annotations := maps.Clone(hub.GetAnnotations())
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[NoCloudProviderAnnotation] = string(data)
-	hub.SetAnnotations(annotations)
-	return nil
-}
-
-// takeBackNoCloudProvider restores, on spoke, a noCloudProvider recorded on
-// hub, and removes the record from spoke's annotations. A record that does
-// not parse or no longer matches cloudProviderEnabled is dropped: the hub
-// was changed since, and the hub is the truth.
-func takeBackNoCloudProvider(hub, spoke metav1.Object, spec *Metal3ClusterSpec) {
-	value, ok := hub.GetAnnotations()[NoCloudProviderAnnotation]
-	if !ok {
-		return
-	}
-	annotations := maps.Clone(spoke.GetAnnotations())
-	delete(annotations, NoCloudProviderAnnotation)
-	if len(annotations) == 0 {
-		annotations = nil
-	}
-	spoke.SetAnnotations(annotations)
-	record := noCloudProviderRecord{}
-	if err := json.Unmarshal([]byte(value), &record); err != nil {
-		return
-	}
-	if record.CloudProviderEnabledUnset {
-		if spec.CloudProviderEnabled == nil || *spec.CloudProviderEnabled != !record.NoCloudProvider {
-			return
-		}
-		spec.CloudProviderEnabled = nil
-	}
-	spec.NoCloudProvider = &record.NoCloudProvider
 }
 
 // restoreClusterSpec takes back from the stashed hub what v1beta1 cannot

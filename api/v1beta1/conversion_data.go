@@ -64,8 +64,8 @@ const (
 	metal3PoolKind  = "IPPool"
 )
 
-// ConvertTo converts this Metal3DataTemplate to the hub version.
-func (src *Metal3DataTemplate) ConvertTo(dstRaw conversion.Hub) error {
+// convertTo converts this Metal3DataTemplate to the hub version.
+func (src *Metal3DataTemplate) convertTo(dstRaw conversion.Hub) error {
 	dst := dstRaw.(*infrav1.Metal3DataTemplate)
 	if err := Convert_v1beta1_Metal3DataTemplate_To_v1beta2_Metal3DataTemplate(src, dst, nil); err != nil {
 		return err
@@ -84,8 +84,8 @@ func (src *Metal3DataTemplate) ConvertTo(dstRaw conversion.Hub) error {
 	return nil
 }
 
-// ConvertFrom converts from the hub version to this Metal3DataTemplate.
-func (dst *Metal3DataTemplate) ConvertFrom(srcRaw conversion.Hub) error {
+// convertFrom converts from the hub version to this Metal3DataTemplate.
+func (dst *Metal3DataTemplate) convertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*infrav1.Metal3DataTemplate)
 	if err := Convert_v1beta2_Metal3DataTemplate_To_v1beta1_Metal3DataTemplate(src, dst, nil); err != nil {
 		return err
@@ -93,8 +93,8 @@ func (dst *Metal3DataTemplate) ConvertFrom(srcRaw conversion.Hub) error {
 	return utilconversion.MarshalData(src, dst)
 }
 
-// ConvertTo converts this Metal3Data to the hub version.
-func (src *Metal3Data) ConvertTo(dstRaw conversion.Hub) error {
+// convertTo converts this Metal3Data to the hub version.
+func (src *Metal3Data) convertTo(dstRaw conversion.Hub) error {
 	dst := dstRaw.(*infrav1.Metal3Data)
 	if err := Convert_v1beta1_Metal3Data_To_v1beta2_Metal3Data(src, dst, nil); err != nil {
 		return err
@@ -114,8 +114,8 @@ func (src *Metal3Data) ConvertTo(dstRaw conversion.Hub) error {
 	return nil
 }
 
-// ConvertFrom converts from the hub version to this Metal3Data.
-func (dst *Metal3Data) ConvertFrom(srcRaw conversion.Hub) error {
+// convertFrom converts from the hub version to this Metal3Data.
+func (dst *Metal3Data) convertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*infrav1.Metal3Data)
 	if err := Convert_v1beta2_Metal3Data_To_v1beta1_Metal3Data(src, dst, nil); err != nil {
 		return err
@@ -123,8 +123,8 @@ func (dst *Metal3Data) ConvertFrom(srcRaw conversion.Hub) error {
 	return utilconversion.MarshalData(src, dst)
 }
 
-// ConvertTo converts this Metal3DataClaim to the hub version.
-func (src *Metal3DataClaim) ConvertTo(dstRaw conversion.Hub) error {
+// convertTo converts this Metal3DataClaim to the hub version.
+func (src *Metal3DataClaim) convertTo(dstRaw conversion.Hub) error {
 	dst := dstRaw.(*infrav1.Metal3DataClaim)
 	if err := Convert_v1beta1_Metal3DataClaim_To_v1beta2_Metal3DataClaim(src, dst, nil); err != nil {
 		return err
@@ -137,8 +137,8 @@ func (src *Metal3DataClaim) ConvertTo(dstRaw conversion.Hub) error {
 	return nil
 }
 
-// ConvertFrom converts from the hub version to this Metal3DataClaim.
-func (dst *Metal3DataClaim) ConvertFrom(srcRaw conversion.Hub) error {
+// convertFrom converts from the hub version to this Metal3DataClaim.
+func (dst *Metal3DataClaim) convertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*infrav1.Metal3DataClaim)
 	if err := Convert_v1beta2_Metal3DataClaim_To_v1beta1_Metal3DataClaim(src, dst, nil); err != nil {
 		return err

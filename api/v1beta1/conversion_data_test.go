@@ -63,7 +63,7 @@ func TestDataFuzzyConversion(t *testing.T) {
 }
 
 func dataFuzzerFuncs(_ runtimeserializer.CodecFactory) []interface{} {
-	return []interface{}{
+	return append([]interface{}{
 		dataInt,
 		dataJSON,
 		spokeMACAddressSource,
@@ -80,7 +80,7 @@ func dataFuzzerFuncs(_ runtimeserializer.CodecFactory) []interface{} {
 		spokeMetal3DataStatus,
 		spokeMetal3DataClaimSpec,
 		spokeMetal3DataClaimStatus,
-	}
+	}, jsonShapedKinds...)
 }
 
 // dataInt: every int of the data kinds is an int32 in v1beta2; the

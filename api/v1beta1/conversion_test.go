@@ -17,10 +17,9 @@ limitations under the License.
 package v1beta1
 
 import (
+	"encoding/json"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,9 +45,8 @@ func hubAndSpokeScheme(t *testing.T) *runtime.Scheme {
 }
 
 // TestFuzzyConversion converts 10,000 random objects of each kind v1beta1 →
-// v1beta2 → v1beta1 and v1beta2 → v1beta1 → v1beta2 and wants each back as
-// it was. machineFuzzerFuncs lists the v1beta1 spellings that v1beta2 cannot
-// tell apart and that mean the same thing; nothing else may change.
+// v1beta2 → v1beta1 and v1beta2 → v1beta1 → v1beta2 and wants each back
+// exactly as it was.
 func TestFuzzyConversion(t *testing.T) {
 	scheme := hubAndSpokeScheme(t)
 	for _, tc := range []struct {
@@ -70,76 +68,44 @@ func TestFuzzyConversion(t *testing.T) {
 	}
 }
 
+// machineFuzzerFuncs hold the v1beta2 objects to what an API server can
+// hold; v1beta1 objects need none: whatever v1beta2 cannot say is recorded
+// in V1beta1DataAnnotation and given back.
 func machineFuzzerFuncs(_ runtimeserializer.CodecFactory) []interface{} {
-	return []interface{}{
-		spokeMetal3MachineSpec,
-		spokeMetal3MachineStatus,
-		spokeAPIEndpoint,
-		spokeRemediationStrategy,
-		spokeMetal3RemediationStatus,
-		hubMetal3ClusterSpec,
-		hubMetal3RemediationStatus,
-	}
+	return append([]interface{}{hubMetal3ClusterSpec}, jsonShapedKinds...)
 }
 
-// hubMetal3RemediationStatus: a zero time is written as null, so the API
-// server never holds a set but zero lastRemediated.
-func hubMetal3RemediationStatus(in *infrav1.Metal3RemediationStatus, c randfill.Continue) {
-	c.FillNoCustom(in)
-	if in.LastRemediated != nil && in.LastRemediated.IsZero() {
-		in.LastRemediated = nil
-	}
+// jsonShapedKinds fill every kind, both versions, in the shape JSON gives
+// it (jsonShaped).
+var jsonShapedKinds = []interface{}{
+	jsonShaped[Metal3Cluster], jsonShaped[infrav1.Metal3Cluster],
+	jsonShaped[Metal3ClusterTemplate], jsonShaped[infrav1.Metal3ClusterTemplate],
+	jsonShaped[Metal3ClusterIdentity], jsonShaped[infrav1.Metal3ClusterIdentity],
+	jsonShaped[Metal3Machine], jsonShaped[infrav1.Metal3Machine],
+	jsonShaped[Metal3MachineTemplate], jsonShaped[infrav1.Metal3MachineTemplate],
+	jsonShaped[Metal3DataTemplate], jsonShaped[infrav1.Metal3DataTemplate],
+	jsonShaped[Metal3Data], jsonShaped[infrav1.Metal3Data],
+	jsonShaped[Metal3DataClaim], jsonShaped[infrav1.Metal3DataClaim],
+	jsonShaped[Metal3Remediation], jsonShaped[infrav1.Metal3Remediation],
+	jsonShaped[Metal3RemediationTemplate], jsonShaped[infrav1.Metal3RemediationTemplate],
 }
 
-// spokeMetal3MachineSpec: v1beta2 holds these as plain values, so a pointer
-// to "" (or to an empty custom deploy) and no pointer say the same; an empty
-// selector map is no selector; of a data template reference the provider
-// reads the name and namespace only.
-func spokeMetal3MachineSpec(in *Metal3MachineSpec, c randfill.Continue) {
+// jsonShaped fills a T, then gives it the shape JSON gives it: the API
+// server stores every object as JSON, which does not tell an empty list,
+// map or time from none (omitempty) nor keep a time's fraction of a
+// second, so no object it serves has them; nor do conversions, which keep
+// what they cannot otherwise say in JSON annotations.
+func jsonShaped[T any](in *T, c randfill.Continue) {
 	c.FillNoCustom(in)
-	in.ProviderID = nonEmpty(in.ProviderID)
-	in.AutomatedCleaningMode = nonEmpty(in.AutomatedCleaningMode)
-	in.Image.ChecksumType = nonEmpty(in.Image.ChecksumType)
-	in.Image.DiskFormat = nonEmpty(in.Image.DiskFormat)
-	if in.CustomDeploy != nil && in.CustomDeploy.Method == "" {
-		in.CustomDeploy = nil
+	data, err := json.Marshal(in)
+	if err != nil {
+		panic(err)
 	}
-	if len(in.HostSelector.MatchLabels) == 0 {
-		in.HostSelector.MatchLabels = nil
+	var shaped T
+	if err := json.Unmarshal(data, &shaped); err != nil {
+		panic(err)
 	}
-	if len(in.HostSelector.MatchExpressions) == 0 {
-		in.HostSelector.MatchExpressions = nil
-	}
-	in.DataTemplate = nameAndNamespace(in.DataTemplate)
-}
-
-func spokeMetal3MachineStatus(in *Metal3MachineStatus, c randfill.Continue) {
-	c.FillNoCustom(in)
-	in.RenderedData = nameAndNamespace(in.RenderedData)
-}
-
-// spokeAPIEndpoint: a port is an int32 in v1beta2 (and at most 65535).
-func spokeAPIEndpoint(in *APIEndpoint, c randfill.Continue) {
-	c.FillNoCustom(in)
-	in.Port = int(int32(in.Port))
-}
-
-// spokeRemediationStrategy: v1beta2 counts whole seconds and int32 retries;
-// a zero timeout is no timeout.
-func spokeRemediationStrategy(in *RemediationStrategy, c randfill.Continue) {
-	c.FillNoCustom(in)
-	in.RetryLimit = int(int32(in.RetryLimit))
-	if in.Timeout != nil {
-		in.Timeout.Duration = time.Duration(int32(in.Timeout.Duration/time.Second)) * time.Second
-		if in.Timeout.Duration == 0 {
-			in.Timeout = nil
-		}
-	}
-}
-
-func spokeMetal3RemediationStatus(in *Metal3RemediationStatus, c randfill.Continue) {
-	c.FillNoCustom(in)
-	in.RetryCount = int(int32(in.RetryCount))
+	*in = shaped
 }
 
 // hubMetal3ClusterSpec: failure domains are a list keyed by name (the API
@@ -158,20 +124,6 @@ func hubMetal3ClusterSpec(in *infrav1.Metal3ClusterSpec, c randfill.Continue) {
 		unique = []clusterv1.FailureDomain{}
 	}
 	in.FailureDomains = unique
-}
-
-func nonEmpty(s *string) *string {
-	if s != nil && *s == "" {
-		return nil
-	}
-	return s
-}
-
-func nameAndNamespace(ref *corev1.ObjectReference) *corev1.ObjectReference {
-	if ref == nil {
-		return nil
-	}
-	return &corev1.ObjectReference{Name: ref.Name, Namespace: ref.Namespace}
 }
 
 // TestNoCloudProviderSurvivesV1beta2 pins what v1beta2 makes of v1beta1's

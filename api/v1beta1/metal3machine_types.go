@@ -77,7 +77,7 @@ type Metal3MachineSpec struct {
 
 	// hostSelector restricts which hosts may be chosen for this machine.
 	// +optional
-	HostSelector HostSelector `json:"hostSelector,omitempty"`
+	HostSelector HostSelector `json:"hostSelector,omitempty,omitzero"`
 
 	// dataTemplate is the Metal3DataTemplate metadata and network data are
 	// rendered from for this machine.

@@ -157,7 +157,7 @@ spec:
 			if tc.readAs == "v1beta1" {
 				// v1beta2 carries what only v1beta1 can say in an
 				// annotation; v1beta1 readers never see it.
-				g.Expect(read.GetAnnotations()).NotTo(HaveKey("infrastructure.cluster.x-k8s.io/v1beta1-no-cloud-provider"))
+				g.Expect(read.GetAnnotations()).NotTo(HaveKey("infrastructure.cluster.x-k8s.io/v1beta1-conversion-data"))
 			}
 		})
 	}

@@ -42,10 +42,10 @@ func newFixture() fixture {
 		Namespace: "tenant", Name: "worker-0", UID: "m-uid",
 		Annotations:     map[string]string{infrav1.HostAnnotation: "pool/host-0"},
 		OwnerReferences: []metav1.OwnerReference{{Kind: "Machine", Name: "machine-0"}},
-	}, Spec: infrav1.Metal3MachineSpec{DataTemplate: &corev1.ObjectReference{Name: "nodes"}}}
+	}, Spec: infrav1.Metal3MachineSpec{DataTemplate: &infrav1.Metal3ObjectRef{Name: "nodes"}}}
 	data := &infrav1.Metal3Data{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "nodes-0", UID: "d-uid"},
-		Spec:       infrav1.Metal3DataSpec{Claim: corev1.ObjectReference{Name: "worker-0"}},
+		Spec:       infrav1.Metal3DataSpec{Claim: &infrav1.Metal3ObjectRef{Name: "worker-0"}},
 	}
 	host := bmov1alpha1.BareMetalHost{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "pool", Name: "host-0", UID: "h-uid"},

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/yamlprocessor"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	infrav1beta1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
@@ -152,11 +153,16 @@ func generate(t *testing.T, reader *config.MemoryReader, kubeconfig, flavor stri
 
 // managementAPIServer is an API server holding every CRD the templates use
 // (Cluster API core, kubeadm bootstrap and control plane, ours, the Bare
-// Metal Operator's, the Metal3 IPAM's), with our webhooks serving.
+// Metal Operator's, the Metal3 IPAM's), with our webhooks serving. Both
+// versions of our kinds are in the scheme: envtest then points the CRDs'
+// conversion at the local webhook server, which serves /convert as the
+// manager does, for templates written at v1beta1.
 func managementAPIServer(t *testing.T) (*testenv.Env, string) {
 	t.Helper()
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, infrav1.AddToScheme, bmov1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, infrav1beta1.AddToScheme, infrav1.AddToScheme, bmov1alpha1.AddToScheme,
+	} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}

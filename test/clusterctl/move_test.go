@@ -195,10 +195,10 @@ func ownedBy(obj ctrlclient.Object) []metav1.OwnerReference {
 func machineSpec() infrav1.Metal3MachineSpec {
 	return infrav1.Metal3MachineSpec{
 		Image: infrav1.Image{
-			URL: "http://172.22.0.1/images/node.qcow2", Checksum: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-			ChecksumType: ptr.To("sha256"), DiskFormat: ptr.To("qcow2"),
+			URL: "http://172.22.0.1/images/node.qcow2", Checksum: ptr.To("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
+			ChecksumType: "sha256", DiskFormat: "qcow2",
 		},
-		DataTemplate: &corev1.ObjectReference{Name: clusterName + "-nodes"},
+		DataTemplate: &infrav1.Metal3ObjectRef{Name: clusterName + "-nodes"},
 	}
 }
 

@@ -164,7 +164,7 @@ func (c *tenantCluster) expectClaimsBound(g Gomega, want int) {
 		claimKey := m3m.Annotations[infrav1.HostClaimAnnotation]
 		namespace, name, ok := strings.Cut(claimKey, "/")
 		g.Expect(ok).To(BeTrue(), "Metal3Machine %s records its claim", m3m.Name)
-		g.Expect(ptr.Deref(m3m.Spec.ProviderID, "")).To(Equal("metal3://" + claimKey + "/" + m3m.Name))
+		g.Expect(m3m.Spec.ProviderID).To(Equal("metal3://" + claimKey + "/" + m3m.Name))
 		claim := &bmov1alpha1.HostClaim{}
 		g.Expect(c.hosts.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, claim)).To(Succeed())
 		ref := claim.Status.BareMetalHost

@@ -56,7 +56,7 @@ var _ = Describe("A cluster whose machines take addresses from both IP address m
 		}))).To(Succeed())
 		Expect(mgmt.CreateCluster(ctx, GinkgoT(), environment.Workload, env.ClusterSpec{
 			Namespace: ns, Name: name, Workers: 1,
-			IPPools: []infrav1.MetaDataFromIPPool{
+			IPPools: []infrav1.FromPool{
 				{Key: "ip-metal3", APIGroup: "ipam.metal3.io", Kind: "IPPool", Name: "metal3-pool"},
 				{Key: "ip-capi", APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "capi-pool"},
 			},

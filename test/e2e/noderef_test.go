@@ -24,7 +24,6 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,7 +62,7 @@ var _ = Describe("A control-plane Machine whose Node Cluster API looked for too 
 			g.Expect(host.Spec.ConsumerRef).NotTo(BeNil())
 			g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: host.Spec.ConsumerRef.Name}, m3m)).To(Succeed())
 			g.Expect(conditions.IsTrue(m3m, infrav1.HostProvisionedCondition)).To(BeTrue(), "host provisioned")
-			g.Expect(m3m.Spec.ProviderID).To(BeNil(), "no providerID before the Node carries it")
+			g.Expect(m3m.Spec.ProviderID).To(BeEmpty(), "no providerID before the Node carries it")
 		}, intervals("wait-machines-running")...).Should(Succeed())
 
 		By("Publishing the providerID before the Node registers: Cluster API looks for it and misses")
@@ -71,7 +70,7 @@ var _ = Describe("A control-plane Machine whose Node Cluster API looked for too 
 		// machine provisioned, as it does when the Node carries it.
 		providerID := hostbinding.ProviderID(client.ObjectKeyFromObject(host), m3m)
 		before := m3m.DeepCopy()
-		m3m.Spec.ProviderID = ptr.To(providerID)
+		m3m.Spec.ProviderID = providerID
 		Expect(mgmt.Client.Patch(ctx, m3m, client.MergeFrom(before))).To(Succeed())
 		machine := &clusterv1.Machine{}
 		Eventually(func(g Gomega) {

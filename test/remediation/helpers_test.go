@@ -54,12 +54,12 @@ type cluster struct {
 // createHealthCheck creates the workers' MachineHealthCheck, remediating
 // through a Metal3RemediationTemplate with the strategy given. A Node not
 // Ready for a few seconds makes its machine unhealthy.
-func (c *cluster) createHealthCheck(ctx context.Context, g Gomega, retryLimit int, timeout time.Duration) {
+func (c *cluster) createHealthCheck(ctx context.Context, g Gomega, retryLimit int32, timeout time.Duration) {
 	template := &infrav1.Metal3RemediationTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, Name: c.name + "-reboot"},
 		Spec: infrav1.Metal3RemediationTemplateSpec{Template: infrav1.Metal3RemediationTemplateResource{
 			Spec: infrav1.Metal3RemediationSpec{Strategy: &infrav1.RemediationStrategy{
-				Type: infrav1.RebootRemediationStrategy, RetryLimit: retryLimit, Timeout: &metav1.Duration{Duration: timeout},
+				Type: infrav1.RebootRemediationStrategy, RetryLimit: retryLimit, TimeoutSeconds: int32(timeout / time.Second),
 			}},
 		}},
 	}

@@ -268,7 +268,7 @@ func floorAssociation(ctx context.Context, mgmt, pool client.Client, host *bmov1
 		return err
 	}
 	host.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Machine", Namespace: floorNamespace, Name: machine}
-	host.Spec.Image = &bmov1alpha1.Image{URL: env.Image.URL, Checksum: env.Image.Checksum, ChecksumType: bmov1alpha1.SHA256, DiskFormat: env.Image.DiskFormat}
+	host.Spec.Image = &bmov1alpha1.Image{URL: env.Image.URL, Checksum: ptr.Deref(env.Image.Checksum, ""), ChecksumType: bmov1alpha1.SHA256, DiskFormat: ptr.To(env.Image.DiskFormat)}
 	host.Spec.UserData = &corev1.SecretReference{Namespace: host.Namespace, Name: secret.Name}
 	if err := pool.Update(ctx, host); err != nil {
 		return err

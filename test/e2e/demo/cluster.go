@@ -82,6 +82,9 @@ func withoutKubeadm(objs []unstructured.Unstructured, namespace, name string) ([
 	var out []unstructured.Unstructured
 	var controlPlaneReplicas int64
 	var controlPlaneSpec map[string]any
+	// The Metal3Machines are written in the template's version of our API,
+	// which its spec is shaped for.
+	var controlPlaneAPIVersion string
 	for i := range objs {
 		obj := objs[i]
 		switch obj.GetKind() {
@@ -112,6 +115,7 @@ func withoutKubeadm(objs []unstructured.Unstructured, namespace, name string) ([
 					return nil, err
 				}
 				controlPlaneSpec = spec
+				controlPlaneAPIVersion = obj.GetAPIVersion()
 			}
 		}
 		out = append(out, obj)
@@ -130,7 +134,7 @@ func withoutKubeadm(objs []unstructured.Unstructured, namespace, name string) ([
 		labels := map[string]any{"cluster.x-k8s.io/cluster-name": name, "cluster.x-k8s.io/control-plane": ""}
 		out = append(out,
 			unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "Metal3Machine",
+				"apiVersion": controlPlaneAPIVersion, "kind": "Metal3Machine",
 				"metadata": map[string]any{"namespace": namespace, "name": machine, "labels": labels},
 				"spec":     runtimeDeepCopy(controlPlaneSpec),
 			}},

@@ -117,7 +117,7 @@ type ClusterSpec struct {
 	HostMode infrav1.HostMode
 	// IPPools each give every machine's metadata an address, under the
 	// key ip-<i>.
-	IPPools []infrav1.MetaDataFromIPPool
+	IPPools []infrav1.FromPool
 	// ClusterIdentity, when set, is the Metal3ClusterIdentity the
 	// Metal3Cluster's identityRef names (instead of Identity).
 	ClusterIdentity string
@@ -126,8 +126,8 @@ type ClusterSpec struct {
 // Image is what every machine of these clusters is provisioned with; the
 // Bare Metal Operator's test mode does not download it.
 var Image = infrav1.Image{
-	URL: "http://172.22.0.1/images/node.qcow2", Checksum: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-	ChecksumType: ptr.To("sha256"), DiskFormat: ptr.To("qcow2"),
+	URL: "http://172.22.0.1/images/node.qcow2", Checksum: ptr.To("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
+	ChecksumType: "sha256", DiskFormat: "qcow2",
 }
 
 // CreateCluster creates spec's cluster on m: its Secrets (identities, the
@@ -162,7 +162,7 @@ func (m *Management) CreateCluster(ctx context.Context, t testenv.T, workload *t
 	if spec.ClusterIdentity != "" {
 		m3c.Spec.IdentityRef = &infrav1.IdentityRef{Kind: infrav1.IdentityKindMetal3ClusterIdentity, Name: spec.ClusterIdentity}
 	}
-	machineSpec := infrav1.Metal3MachineSpec{Image: Image, DataTemplate: &corev1.ObjectReference{Name: name + "-nodes"}}
+	machineSpec := infrav1.Metal3MachineSpec{Image: Image, DataTemplate: &infrav1.Metal3ObjectRef{Name: name + "-nodes"}}
 	workerSpec := *machineSpec.DeepCopy()
 	if len(spec.WorkerIdentity) > 0 {
 		objects = append(objects, testenv.IdentitySecret(ns, name+"-workers-identity", spec.WorkerIdentity))
@@ -181,8 +181,8 @@ func (m *Management) CreateCluster(ctx context.Context, t testenv.T, workload *t
 		&infrav1.Metal3DataTemplate{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-nodes"},
 			Spec: infrav1.Metal3DataTemplateSpec{ClusterName: name, MetaData: &infrav1.MetaData{
-				ObjectNames:           []infrav1.MetaDataObjectName{{Key: "name", Object: "machine"}},
-				IPAddressesFromIPPool: spec.IPPools,
+				ObjectNames:         []infrav1.MetaDataObjectName{{Key: "name", Object: "machine"}},
+				IPAddressesFromPool: spec.IPPools,
 			}},
 		},
 		&infrav1.Metal3MachineTemplate{

@@ -57,12 +57,14 @@ import (
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	infrav1beta1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
 // Scheme holds every kind the environment's clients read and write: both
-// versions of Cluster API's kinds (conversion needs them), ours, the hosts'.
+// versions of Cluster API's kinds and of ours (the environment's /convert
+// serves both from this scheme), the hosts'.
 func Scheme() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
@@ -71,7 +73,7 @@ func Scheme() *runtime.Scheme {
 		ipamv1alpha1.AddToScheme, ipamv1beta1.AddToScheme, ipamv1.AddToScheme,
 		runtimev1alpha1.AddToScheme, runtimev1.AddToScheme,
 		bootstrapv1.AddToScheme, controlplanev1.AddToScheme, clusterctlv1.AddToScheme,
-		infrav1.AddToScheme, bmov1alpha1.AddToScheme,
+		infrav1beta1.AddToScheme, infrav1.AddToScheme, bmov1alpha1.AddToScheme,
 	} {
 		utilruntime.Must(add(scheme))
 	}
