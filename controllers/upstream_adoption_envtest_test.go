@@ -18,8 +18,11 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	infrav1beta1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
@@ -66,6 +70,9 @@ func TestAdoptWhatUpstreamCAPM3Left(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	scheme := testScheme(t)
+	// Both versions: objects upstream stored as v1beta1 are read as
+	// v1beta2 through the provider's conversion webhook.
+	g.Expect(infrav1beta1.AddToScheme(scheme)).To(Succeed())
 	ns := testNamespace(t, "upstream")
 	mgmt := upstreamManagementCluster(t, scheme)
 	g.Expect(mgmt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
@@ -222,9 +229,14 @@ func upstreamManagementCluster(t *testing.T, scheme *runtime.Scheme) *testenv.En
 		crd.Spec.Versions, crd.Spec.Conversion = v1beta1, nil
 		crds = append(crds, crd)
 	}
-	return testenv.Start(t, testenv.Options{
+	mgmt := testenv.Start(t, testenv.Options{
 		Scheme: scheme, CRDs: crds, CRDDirectoryPaths: []string{testenv.CAPICRDPath(t), testenv.BMOCRDPath(t)},
+		// A local webhook server (ServeProviderWebhooks): the conversion
+		// webhook of the CRDs installed at the switch.
+		Webhooks: &envtest.WebhookInstallOptions{},
 	})
+	mgmt.ServeProviderWebhooks(t)
+	return mgmt
 }
 
 // installProviderCRDs applies this provider's Metal3Machine and
@@ -251,6 +263,19 @@ func installProviderCRDs(t *testing.T, mgmt *testenv.Env) {
 			t.Fatal(err)
 		}
 		crd.ResourceVersion = current.ResourceVersion
+		// As the release's CRDs, converting through the provider's
+		// webhook, here served locally.
+		wio := mgmt.WebhookInstallOptions
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+			Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{
+				ConversionReviewVersions: []string{"v1"},
+				ClientConfig: &apiextensionsv1.WebhookClientConfig{
+					URL:      ptr.To(fmt.Sprintf("https://%s/convert", net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort)))),
+					CABundle: wio.LocalServingCAData,
+				},
+			},
+		}
 		if err := c.Update(ctx, crd); err != nil {
 			t.Fatalf("apply CRD %s: %v", crd.Name, err)
 		}

@@ -33,9 +33,11 @@ while IFS= read -r file; do
 	[[ -f "$file" ]] || continue
 	case "$file" in
 	*.go)
-		# controller-gen writes the header below the build constraint.
+		# controller-gen writes the header below the build constraint,
+		# conversion-gen below it and its old "// +build" form.
 		skip=0
 		[[ "$(head -n 1 "$file")" == //go:build* ]] && skip=2
+		[[ $skip == 2 && "$(sed -n 2p "$file")" == "// +build"* ]] && skip=3
 		[[ "$(sed -n "$((skip + 1)),$((skip + go_lines))p" "$file")" == "$go_header" ]] && continue
 		if $fix; then
 			{ head -n "$skip" "$file"; printf '%s\n\n' "$go_header"; tail -n +"$((skip + 1))" "$file"; } > "$file.licence"

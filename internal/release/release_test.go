@@ -122,7 +122,7 @@ func TestComponents(t *testing.T) {
 	for _, crd := range crds {
 		labels := crd.GetLabels()
 		for key, want := range map[string]string{
-			"clusterctl.cluster.x-k8s.io": "", "cluster.x-k8s.io/v1beta2": "v1beta1", "cluster.x-k8s.io/provider": "infrastructure-metal3",
+			"clusterctl.cluster.x-k8s.io": "", "cluster.x-k8s.io/v1beta1": "v1beta1", "cluster.x-k8s.io/v1beta2": "v1beta2", "cluster.x-k8s.io/provider": "infrastructure-metal3",
 		} {
 			if got, ok := labels[key]; !ok || got != want {
 				t.Errorf("CRD %s: label %s = %q (set %v), want %q", crd.GetName(), key, got, ok, want)

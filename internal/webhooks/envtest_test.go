@@ -86,7 +86,7 @@ func TestAPIServerAdmission(t *testing.T) {
 	t.Run("installed CRDs carry the CAPI contract label", func(t *testing.T) {
 		g := NewWithT(t)
 		crds := &apiextensionsv1.CustomResourceDefinitionList{}
-		g.Expect(c.List(ctx, crds, client.MatchingLabels{"cluster.x-k8s.io/v1beta2": "v1beta1"})).To(Succeed())
+		g.Expect(c.List(ctx, crds, client.MatchingLabels{"cluster.x-k8s.io/v1beta2": "v1beta2", "cluster.x-k8s.io/v1beta1": "v1beta1"})).To(Succeed())
 		var names []string
 		for _, crd := range crds.Items {
 			names = append(names, crd.Spec.Names.Kind)

@@ -44,7 +44,7 @@ import (
 )
 
 // flavors are the templates/ flavors; "" is the default one.
-var flavors = []string{"", "identity", "cluster-identity", "multi-pool", "topology"}
+var flavors = []string{"", "identity", "cluster-identity", "multi-pool", "topology", "v1beta1"}
 
 func flavorName(flavor string) string {
 	if flavor == "" {
@@ -241,7 +241,7 @@ func TestGenerateCluster(t *testing.T) {
 				kinds := map[string]int{}
 				for _, obj := range template.Objs() {
 					kinds[obj.GetKind()]++
-					if err := env.Client.Create(context.Background(), &obj, ctrlclient.DryRunAll); err != nil {
+					if err := env.Client.Create(context.Background(), &obj, ctrlclient.DryRunAll, ctrlclient.FieldValidation("Strict")); err != nil {
 						t.Errorf("server-side dry run of %s %s: %v", obj.GetKind(), obj.GetName(), err)
 					}
 				}

@@ -374,3 +374,90 @@ func forbiddenSince(path, user string, since time.Time) ([]string, error) {
 	}
 	return forbidden, nil
 }
+
+// dumpOnFailure registers, for when the spec fails, a summary of every
+// object of the cluster on mgmt's server: what each is waiting for.
+func dumpOnFailure(mgmt *env.ClusterctlManagement, ns string) {
+	c := mgmt.Client
+	DeferCleanup(func() {
+		if !CurrentSpecReport().Failed() {
+			return
+		}
+		nodes := &corev1.NodeList{}
+		if err := mgmt.Workload.Client.List(ctx, nodes); err != nil {
+			fmt.Fprintf(GinkgoWriter, "Nodes: %v\n", err)
+		}
+		for _, n := range nodes.Items {
+			fmt.Fprintf(GinkgoWriter, "Node %s: providerID=%q labels=%v conditions=%v\n", n.Name, n.Spec.ProviderID, n.Labels, n.Status.Conditions)
+		}
+		for _, gvk := range []struct{ apiVersion, kind string }{
+			{"cluster.x-k8s.io/v1beta2", "Cluster"},
+			{"cluster.x-k8s.io/v1beta2", "MachineDeployment"},
+			{"cluster.x-k8s.io/v1beta2", "MachineSet"},
+			{"cluster.x-k8s.io/v1beta2", "Machine"},
+			{infrav1.GroupVersion.String(), "Metal3Cluster"},
+			{infrav1.GroupVersion.String(), "Metal3Machine"},
+			{infrav1.GroupVersion.String(), "Metal3MachineTemplate"},
+			{infrav1.GroupVersion.String(), "Metal3DataTemplate"},
+			{infrav1.GroupVersion.String(), "Metal3DataClaim"},
+			{infrav1.GroupVersion.String(), "Metal3Data"},
+			{"ipam.metal3.io/v1alpha1", "IPClaim"},
+			{"ipam.metal3.io/v1alpha1", "IPAddress"},
+			{"metal3.io/v1alpha1", "BareMetalHost"},
+		} {
+			list := &unstructured.UnstructuredList{}
+			list.SetAPIVersion(gvk.apiVersion)
+			list.SetKind(gvk.kind + "List")
+			if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+				fmt.Fprintf(GinkgoWriter, "%s: %v\n", gvk.kind, err)
+				continue
+			}
+			for _, obj := range list.Items {
+				providerID, _, _ := unstructured.NestedString(obj.Object, "spec", "providerID")
+				fmt.Fprintf(GinkgoWriter, "%s %s: deleting=%v finalizers=%v providerID=%q annotations=%v\n", gvk.kind, obj.GetName(),
+					obj.GetDeletionTimestamp() != nil, obj.GetFinalizers(), providerID, obj.GetAnnotations())
+				status, _, _ := unstructured.NestedMap(obj.Object, "status")
+				conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+				delete(status, "conditions")
+				fmt.Fprintf(GinkgoWriter, "  status: %v\n", status)
+				for _, cond := range conditions {
+					if m, ok := cond.(map[string]any); ok && m["status"] != "True" {
+						fmt.Fprintf(GinkgoWriter, "  condition %v=%v %v: %v\n", m["type"], m["status"], m["reason"], m["message"])
+					}
+				}
+			}
+		}
+	})
+}
+
+// resyncMachinesAwaitingNodes stands in for Cluster API's periodic resync
+// (every ten minutes) while upstream CAPM3 provisions: upstream gives a
+// Metal3Machine whose Machine has no bootstrap config reference its
+// providerID as soon as the host is provisioned, before the host's Node
+// registers, and the Node its providerID only on a later pass; Cluster API
+// looks for the Node when the providerID appears, and watches Nodes only
+// once the control plane is initialized, which for the first control-plane
+// Machine is never: nothing makes it look again before the resync. Each
+// Machine that has a providerID, no node, and whose Node now carries that
+// providerID is annotated, which makes Cluster API look again.
+func resyncMachinesAwaitingNodes(mgmt *env.ClusterctlManagement, ns string) func(Gomega) {
+	return func(g Gomega) {
+		machines := &clusterv1.MachineList{}
+		g.Expect(mgmt.Client.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+		nodes := &corev1.NodeList{}
+		g.Expect(mgmt.Workload.Client.List(ctx, nodes)).To(Succeed())
+		for i := range machines.Items {
+			m := &machines.Items[i]
+			if m.Spec.ProviderID == "" || m.Status.NodeRef.IsDefined() ||
+				!slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return n.Spec.ProviderID == m.Spec.ProviderID }) {
+				continue
+			}
+			patch := client.MergeFrom(m.DeepCopy())
+			if m.Annotations == nil {
+				m.Annotations = map[string]string{}
+			}
+			m.Annotations["e2e.metal3.io/resync"] = time.Now().Format(time.RFC3339Nano)
+			g.Expect(client.IgnoreNotFound(mgmt.Client.Patch(ctx, m, patch))).To(Succeed())
+		}
+	}
+}

@@ -59,13 +59,14 @@ var _ = Describe("clusterctl upgrade from upstream CAPM3", func() {
 		upstreamManager := mgmt.StartUpstreamCAPM3(t, upstream)
 		proxy := framework.NewClusterProxy(mgmt.Name, mgmt.WriteKubeconfig(t), env.Scheme())
 		DeferCleanup(func() { proxy.Dispose(ctx) })
+		dumpOnFailure(mgmt, ns)
 		c := &tenantCluster{proxy: proxy, namespace: ns, name: name, hosts: mgmt.Client, hostNamespaces: []string{ns}}
 
 		By("Creating, in upstream's v1beta2 API, a cluster of a control-plane machine and two workers whose data template takes addresses from a Metal3 IPPool")
 		Expect(env.CreateNamespace(ctx, mgmt.Client, ns)).To(Succeed())
 		Expect(env.AddHosts(ctx, mgmt.Client, ns, "node", 3)).To(Succeed())
 		createUpstreamCluster(mgmt, ns, name, 2)
-		machines := waitClusterctlMachinesRunning(mgmt, ns, name, 3)
+		machines := waitClusterctlMachinesRunning(mgmt, ns, name, 3, resyncMachinesAwaitingNodes(mgmt, ns))
 		machineNames := namesOf(machines)
 		m3mHosts := metal3MachineHosts(mgmt.Client, ns)
 		Expect(m3mHosts).To(HaveLen(3))
