@@ -217,6 +217,18 @@ func (m *DataTemplateManager) release(ctx context.Context, claim *infrav1.Metal3
 				return false, fmt.Errorf("delete Metal3Data %s of claim %s: %w", data.Name, claim.Name, err)
 			}
 		}
+		// Upstream CAPM3's template controller gives every Metal3Data it
+		// creates the claim's finalizer and removes it itself before the
+		// deletion; this provider never sets it. A Metal3Data upstream
+		// created would otherwise never go, nor its claim, machine and
+		// Machine.
+		if controllerutil.ContainsFinalizer(data, infrav1.DataClaimFinalizer) {
+			patch := client.MergeFrom(data.DeepCopy())
+			controllerutil.RemoveFinalizer(data, infrav1.DataClaimFinalizer)
+			if err := m.Client.Patch(ctx, data, patch); client.IgnoreNotFound(err) != nil {
+				return false, fmt.Errorf("remove upstream CAPM3's finalizer from Metal3Data %s: %w", data.Name, err)
+			}
+		}
 		return false, nil
 	}
 	if !controllerutil.ContainsFinalizer(claim, infrav1.DataClaimFinalizer) {

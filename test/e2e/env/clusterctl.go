@@ -58,8 +58,6 @@ type ClusterctlManagement struct {
 // audit log (Management.AuditLogPath).
 func StartClusterctlManagement(t testenv.T, name string, repo *testenv.ClusterctlRepository, infrastructure string) *ClusterctlManagement {
 	t.Helper()
-	start := time.Now()
-	lap := func(what string) { t.Logf("TIMING %s: %s", what, time.Since(start).Round(time.Millisecond)) }
 	mgmt := testenv.Start(t, testenv.Options{
 		Scheme: Scheme(),
 		// cert-manager's API, so that clusterctl installs none of it; the
@@ -68,19 +66,14 @@ func StartClusterctlManagement(t testenv.T, name string, repo *testenv.Clusterct
 		CRDDirectoryPaths: []string{testenv.CertManagerCRDPath(t), testenv.BMOCRDPath(t), testenv.IPAMCRDPath(t)},
 		AuditLogPath:      filepath.Join(t.TempDir(), name+"-audit.log"),
 	})
-	lap("server")
 	mgmt.ClusterctlInit(t, repo, infrastructure)
-	lap("init")
 	serveShippedCAPIWebhooks(t, mgmt, repo.CoreShipped(t))
-	lap("capi webhooks")
 	// The IP address manager needs Cluster API's IPAM CRDs, from init.
 	mgmt.StartIPAM(t)
 	mgmt.StartBMO(t, "baremetal-operator-system")
 	startCAPI(t, mgmt.Config)
-	lap("capi")
 	workload := testenv.Start(t, testenv.Options{Scheme: Scheme()})
 	startKubelet(t, workload, mgmt)
-	lap("workload")
 	return &ClusterctlManagement{
 		Management: &Management{Env: mgmt, Name: name},
 		Workload:   workload,
@@ -124,7 +117,7 @@ func serveShippedCAPIWebhooks(t testenv.T, mgmt *testenv.Env, core *testenv.Ship
 		dialer := &tls.Dialer{
 			NetDialer: &net.Dialer{Timeout: time.Second},
 			// A local test server with a throw-away certificate.
-			Config: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a test's loopback server
+			Config: &tls.Config{InsecureSkipVerify: true},
 		}
 		conn, err := dialer.DialContext(ctx, "tcp", addr)
 		if err == nil {
