@@ -52,7 +52,9 @@ import (
 //     says the same as the stashed object: what a v1beta1 client changed
 //     wins.
 //   - Everything v1beta1 can say, v1beta2 can say too, except integers
-//     beyond 32 bits, which the conversion refuses rather than alter.
+//     beyond 32 bits, which the conversion refuses rather than alter, and
+//     the parts of a reference besides name and namespace (kind, apiVersion,
+//     uid…), which nothing reads: the field says what it refers to.
 //     conversion_data_test.go lists the v1beta1 spellings that v1beta2
 //     cannot tell apart because they mean the same thing (a pointer to ""
 //     and no pointer, say).
@@ -213,6 +215,17 @@ func (st *stash[H, S]) restore(dst []H, current []S) []bool {
 		}
 	}
 	return done
+}
+
+// left returns the stashed values nothing took back.
+func (st *stash[H, S]) left() []H {
+	var left []H
+	for j, taken := range st.taken {
+		if !taken {
+			left = append(left, st.hub[j])
+		}
+	}
+	return left
 }
 
 // restoreOne replaces *dst, converted from *current, by *stashed if that

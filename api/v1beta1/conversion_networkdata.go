@@ -35,65 +35,75 @@ import (
 // restoreNetworkData takes back the links and networks whose v1beta1
 // spelling is the one the stashed ones convert to. Of a bond or network a
 // v1beta1 client changed, it still takes back the order of the bond's
-// parameters (matched by link id) and the routes v1beta1 spells alike.
+// parameters (from the stashed bond of that id) and the routes v1beta1
+// spells alike (from the stashed networks nothing else took back).
 func restoreNetworkData(stashed, dst *infrav1.NetworkData, src *NetworkData) {
 	if l, sl := dst.Links, stashed.Links; l != nil && sl != nil {
 		newStash(sl.Ethernets, Convert_v1beta2_NetworkDataLinkEthernet_To_v1beta1_EthernetLink).restore(l.Ethernets, src.Links.Ethernets)
 		newStash(sl.Vlans, Convert_v1beta2_NetworkDataLinkVlan_To_v1beta1_VLANLink).restore(l.Vlans, src.Links.VLANs)
-		bonds := newStash(sl.Bonds, Convert_v1beta2_NetworkDataLinkBond_To_v1beta1_BondLink).restore(l.Bonds, src.Links.Bonds)
-		for i, done := range bonds {
-			if done {
-				continue
-			}
-			if j := slices.IndexFunc(sl.Bonds, func(b infrav1.NetworkDataLinkBond) bool { return b.ID == l.Bonds[i].ID }); j >= 0 {
-				restoreOne(&l.Bonds[i].Parameters, &sl.Bonds[j].Parameters, &src.Links.Bonds[i].Parameters, bondParamsToSpoke)
+		bonds := newStash(sl.Bonds, Convert_v1beta2_NetworkDataLinkBond_To_v1beta1_BondLink)
+		done := bonds.restore(l.Bonds, src.Links.Bonds)
+		left := bonds.left()
+		for i := range l.Bonds {
+			j := slices.IndexFunc(left, func(b infrav1.NetworkDataLinkBond) bool { return b.ID == l.Bonds[i].ID })
+			if !done[i] && j >= 0 {
+				restoreOne(&l.Bonds[i].Parameters, &left[j].Parameters, &src.Links.Bonds[i].Parameters, bondParamsToSpoke)
 			}
 		}
 	}
-	n, sn := dst.Networks, stashed.Networks
+	n, sn, c := dst.Networks, stashed.Networks, src.Networks
 	if n == nil || sn == nil {
 		return
 	}
-	c := src.Networks
-	var stashed4 []infrav1.NetworkDataRoutev4
-	for _, nw := range sn.IPv4 {
-		stashed4 = append(stashed4, nw.Routes...)
+	ipv4 := newStash(sn.IPv4, Convert_v1beta2_NetworkDataIPv4_To_v1beta1_IPv4Network)
+	ipv4DHCP := newStash(sn.IPv4DHCP, Convert_v1beta2_NetworkDataIPv4DHCP_To_v1beta1_IPv4DynamicNetwork)
+	ipv6 := newStash(sn.IPv6, Convert_v1beta2_NetworkDataIPv6_To_v1beta1_IPv6Network)
+	ipv6DHCP := newStash(sn.IPv6DHCP, Convert_v1beta2_NetworkDataIPv6DHCP_To_v1beta1_IPv6DynamicNetwork)
+	ipv6SLAAC := newStash(sn.IPv6SLAAC, Convert_v1beta2_NetworkDataIPv6DHCP_To_v1beta1_IPv6DynamicNetwork)
+	done4, doneDHCP4 := ipv4.restore(n.IPv4, c.IPv4), ipv4DHCP.restore(n.IPv4DHCP, c.IPv4DHCP)
+	done6, doneDHCP6, doneSLAAC := ipv6.restore(n.IPv6, c.IPv6), ipv6DHCP.restore(n.IPv6DHCP, c.IPv6DHCP), ipv6SLAAC.restore(n.IPv6SLAAC, c.IPv6SLAAC)
+
+	// The routes of the stashed networks nothing took back, for the networks
+	// a v1beta1 client changed.
+	var left4 []infrav1.NetworkDataRoutev4
+	for _, nw := range ipv4.left() {
+		left4 = append(left4, nw.Routes...)
 	}
-	for _, nw := range sn.IPv4DHCP {
-		stashed4 = append(stashed4, nw.Routes...)
+	for _, nw := range ipv4DHCP.left() {
+		left4 = append(left4, nw.Routes...)
 	}
-	var stashed6 []infrav1.NetworkDataRoutev6
-	for _, nw := range sn.IPv6 {
-		stashed6 = append(stashed6, nw.Routes...)
+	var left6 []infrav1.NetworkDataRoutev6
+	for _, nw := range ipv6.left() {
+		left6 = append(left6, nw.Routes...)
 	}
-	for _, nw := range slices.Concat(sn.IPv6DHCP, sn.IPv6SLAAC) {
-		stashed6 = append(stashed6, nw.Routes...)
+	for _, nw := range slices.Concat(ipv6DHCP.left(), ipv6SLAAC.left()) {
+		left6 = append(left6, nw.Routes...)
 	}
-	routes4 := newStash(stashed4, Convert_v1beta2_NetworkDataRoutev4_To_v1beta1_IPv4Route)
-	routes6 := newStash(stashed6, Convert_v1beta2_NetworkDataRoutev6_To_v1beta1_IPv6Route)
-	for i, done := range newStash(sn.IPv4, Convert_v1beta2_NetworkDataIPv4_To_v1beta1_IPv4Network).restore(n.IPv4, c.IPv4) {
-		if !done {
+	routes4 := newStash(left4, Convert_v1beta2_NetworkDataRoutev4_To_v1beta1_IPv4Route)
+	routes6 := newStash(left6, Convert_v1beta2_NetworkDataRoutev6_To_v1beta1_IPv6Route)
+	for i := range n.IPv4 {
+		if !done4[i] {
 			routes4.restore(n.IPv4[i].Routes, c.IPv4[i].Routes)
 		}
 	}
-	for i, done := range newStash(sn.IPv4DHCP, Convert_v1beta2_NetworkDataIPv4DHCP_To_v1beta1_IPv4DynamicNetwork).restore(n.IPv4DHCP, c.IPv4DHCP) {
-		if !done {
+	for i := range n.IPv4DHCP {
+		if !doneDHCP4[i] {
 			routes4.restore(n.IPv4DHCP[i].Routes, c.IPv4DHCP[i].Routes)
 		}
 	}
-	for i, done := range newStash(sn.IPv6, Convert_v1beta2_NetworkDataIPv6_To_v1beta1_IPv6Network).restore(n.IPv6, c.IPv6) {
-		if !done {
+	for i := range n.IPv6 {
+		if !done6[i] {
 			routes6.restore(n.IPv6[i].Routes, c.IPv6[i].Routes)
 		}
 	}
-	for _, list := range []struct {
-		stashed, dst []infrav1.NetworkDataIPv6DHCP
-		src          []IPv6DynamicNetwork
-	}{{sn.IPv6DHCP, n.IPv6DHCP, c.IPv6DHCP}, {sn.IPv6SLAAC, n.IPv6SLAAC, c.IPv6SLAAC}} {
-		for i, done := range newStash(list.stashed, Convert_v1beta2_NetworkDataIPv6DHCP_To_v1beta1_IPv6DynamicNetwork).restore(list.dst, list.src) {
-			if !done {
-				routes6.restore(list.dst[i].Routes, list.src[i].Routes)
-			}
+	for i := range n.IPv6DHCP {
+		if !doneDHCP6[i] {
+			routes6.restore(n.IPv6DHCP[i].Routes, c.IPv6DHCP[i].Routes)
+		}
+	}
+	for i := range n.IPv6SLAAC {
+		if !doneSLAAC[i] {
+			routes6.restore(n.IPv6SLAAC[i].Routes, c.IPv6SLAAC[i].Routes)
 		}
 	}
 }
