@@ -31,7 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
+	infrav1beta1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta1"
 )
 
 // samplesDir holds one manifest per file, written the way a user of
@@ -124,7 +124,7 @@ func yamlToMap(raw []byte) (map[string]any, error) {
 func newScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	scheme := runtime.NewScheme()
-	if err := infrav1.AddToScheme(scheme); err != nil {
+	if err := infrav1beta1.AddToScheme(scheme); err != nil {
 		t.Fatalf("AddToScheme: %v", err)
 	}
 	return scheme
@@ -136,7 +136,7 @@ func newScheme(t *testing.T) *runtime.Scheme {
 // mis-cased field decodes but is then caught by the comparison, as it comes
 // back spelt differently.
 func roundTrip(scheme *runtime.Scheme, raw []byte, kind string) (map[string]any, error) {
-	obj, err := scheme.New(infrav1.GroupVersion.WithKind(kind))
+	obj, err := scheme.New(infrav1beta1.GroupVersion.WithKind(kind))
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func TestSamplesRoundTrip(t *testing.T) {
 	scheme := newScheme(t)
 	for _, s := range loadSamples(t) {
 		t.Run(s.file, func(t *testing.T) {
-			if got, want := s.obj["apiVersion"], infrav1.GroupVersion.String(); got != want {
+			if got, want := s.obj["apiVersion"], infrav1beta1.GroupVersion.String(); got != want {
 				t.Errorf("apiVersion = %v, want %s", got, want)
 			}
 			if s.kind() == "" {
@@ -367,7 +367,7 @@ func TestAddToSchemeRegistersEveryKind(t *testing.T) {
 	scheme := newScheme(t)
 	for _, kind := range allKinds {
 		for _, k := range []string{kind, kind + "List"} {
-			gvk := infrav1.GroupVersion.WithKind(k)
+			gvk := infrav1beta1.GroupVersion.WithKind(k)
 			if !scheme.Recognizes(gvk) {
 				t.Errorf("%s is not registered by AddToScheme", gvk)
 				continue
@@ -387,7 +387,7 @@ func TestAddToSchemeRegistersEveryKind(t *testing.T) {
 	for _, kind := range allKinds {
 		want[kind], want[kind+"List"] = true, true
 	}
-	for k := range scheme.KnownTypes(infrav1.GroupVersion) {
+	for k := range scheme.KnownTypes(infrav1beta1.GroupVersion) {
 		if strings.HasPrefix(k, "Metal3") && !want[k] {
 			t.Errorf("unexpected kind %s registered", k)
 		}
