@@ -87,28 +87,17 @@ func keepV1beta1(src spoke, hub hubObject, scratch spoke) error {
 	if err := scratch.convertFrom(back); err != nil {
 		return err
 	}
-	want, err := parts(src)
-	if err != nil {
-		return err
-	}
-	got, err := parts(scratch)
-	if err != nil {
-		return err
-	}
-	hubParts, err := parts(hub)
-	if err != nil {
-		return err
-	}
 	records := map[string]spokeRecord{}
-	for name, value := range want {
-		if apiequality.Semantic.DeepEqual(value, got[name]) {
+	for _, name := range partNames(src) {
+		want, got := partOf(src, name), partOf(scratch, name)
+		if apiequality.Semantic.DeepEqual(want, got) {
 			continue
 		}
-		raw, err := json.Marshal(value)
+		raw, err := json.Marshal(want)
 		if err != nil {
 			return err
 		}
-		fingerprint, err := fingerprintOf(hubParts[name])
+		fingerprint, err := fingerprintOf(partOf(hub, name))
 		if err != nil {
 			return err
 		}
@@ -147,13 +136,9 @@ func restoreV1beta1(hub hubObject, dst spoke) error {
 		// Not ours to fail on: a record nobody can read restores nothing.
 		return nil //nolint:nilerr // see above
 	}
-	hubParts, err := parts(hub)
-	if err != nil {
-		return err
-	}
 	restored := map[string]json.RawMessage{}
 	for name, record := range records {
-		fingerprint, err := fingerprintOf(hubParts[name])
+		fingerprint, err := fingerprintOf(partOf(hub, name))
 		if err != nil {
 			return err
 		}
@@ -185,17 +170,33 @@ func restoreV1beta1(hub hubObject, dst spoke) error {
 	return nil
 }
 
-// parts are the top-level fields of obj other than its type and metadata:
-// spec and status.
-func parts(obj runtime.Object) (map[string]any, error) {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, err
+// partNames are the JSON names of obj's top-level fields other than its
+// type and metadata: spec and status.
+func partNames(obj runtime.Object) []string {
+	var names []string
+	t := reflect.TypeOf(obj).Elem()
+	for i := range t.NumField() {
+		field := t.Field(i)
+		if field.Anonymous {
+			continue // TypeMeta
+		}
+		name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
+		if name != "metadata" && name != "" {
+			names = append(names, name)
+		}
 	}
-	delete(u, "metadata")
-	delete(u, "apiVersion")
-	delete(u, "kind")
-	return u, nil
+	return names
+}
+
+// partOf is obj's top-level field of that JSON name, nil if it has none.
+func partOf(obj runtime.Object, name string) any {
+	v := reflect.ValueOf(obj).Elem()
+	for i := range v.NumField() {
+		if n, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ","); n == name {
+			return v.Field(i).Interface()
+		}
+	}
+	return nil
 }
 
 func fingerprintOf(part any) (string, error) {
