@@ -70,7 +70,7 @@ func (dst *Metal3Cluster) convertFrom(srcRaw conversion.Hub) error {
 	if err := Convert_v1beta2_Metal3Cluster_To_v1beta1_Metal3Cluster(src, dst, nil); err != nil {
 		return err
 	}
-	return utilconversion.MarshalData(src, dst)
+	return nil
 }
 
 // convertTo converts this Metal3ClusterTemplate to the hub version.
@@ -98,7 +98,7 @@ func (dst *Metal3ClusterTemplate) convertFrom(srcRaw conversion.Hub) error {
 	if err := Convert_v1beta2_Metal3ClusterTemplate_To_v1beta1_Metal3ClusterTemplate(src, dst, nil); err != nil {
 		return err
 	}
-	return utilconversion.MarshalData(src, dst)
+	return nil
 }
 
 // convertTo converts this Metal3Machine to the hub version.
@@ -121,7 +121,7 @@ func (dst *Metal3Machine) convertFrom(srcRaw conversion.Hub) error {
 	if err := Convert_v1beta2_Metal3Machine_To_v1beta1_Metal3Machine(src, dst, nil); err != nil {
 		return err
 	}
-	return utilconversion.MarshalData(src, dst)
+	return nil
 }
 
 // convertTo converts this Metal3MachineTemplate to the hub version.
@@ -148,7 +148,7 @@ func (dst *Metal3MachineTemplate) convertFrom(srcRaw conversion.Hub) error {
 	if err := Convert_v1beta2_Metal3MachineTemplate_To_v1beta1_Metal3MachineTemplate(src, dst, nil); err != nil {
 		return err
 	}
-	return utilconversion.MarshalData(src, dst)
+	return nil
 }
 
 // convertTo converts this Metal3Remediation to the hub version.
@@ -169,7 +169,7 @@ func (dst *Metal3Remediation) convertFrom(srcRaw conversion.Hub) error {
 	if err := Convert_v1beta2_Metal3Remediation_To_v1beta1_Metal3Remediation(src, dst, nil); err != nil {
 		return err
 	}
-	return utilconversion.MarshalData(src, dst)
+	return nil
 }
 
 // convertTo converts this Metal3RemediationTemplate to the hub version.
@@ -193,7 +193,7 @@ func (dst *Metal3RemediationTemplate) convertFrom(srcRaw conversion.Hub) error {
 	if err := Convert_v1beta2_Metal3RemediationTemplate_To_v1beta1_Metal3RemediationTemplate(src, dst, nil); err != nil {
 		return err
 	}
-	return utilconversion.MarshalData(src, dst)
+	return nil
 }
 
 // convertTo converts this Metal3ClusterIdentity to the hub version; the two

@@ -92,7 +92,7 @@ func (dst *Metal3DataTemplate) convertFrom(srcRaw conversion.Hub) error {
 	if err := Convert_v1beta2_Metal3DataTemplate_To_v1beta1_Metal3DataTemplate(src, dst, nil); err != nil {
 		return err
 	}
-	return utilconversion.MarshalData(src, dst)
+	return nil
 }
 
 // convertTo converts this Metal3Data to the hub version.
@@ -122,7 +122,7 @@ func (dst *Metal3Data) convertFrom(srcRaw conversion.Hub) error {
 	if err := Convert_v1beta2_Metal3Data_To_v1beta1_Metal3Data(src, dst, nil); err != nil {
 		return err
 	}
-	return utilconversion.MarshalData(src, dst)
+	return nil
 }
 
 // convertTo converts this Metal3DataClaim to the hub version.
@@ -145,7 +145,7 @@ func (dst *Metal3DataClaim) convertFrom(srcRaw conversion.Hub) error {
 	if err := Convert_v1beta2_Metal3DataClaim_To_v1beta1_Metal3DataClaim(src, dst, nil); err != nil {
 		return err
 	}
-	return utilconversion.MarshalData(src, dst)
+	return nil
 }
 
 // restoreEmptyRef takes back an empty reference where v1beta1, whose

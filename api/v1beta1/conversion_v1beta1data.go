@@ -26,6 +26,7 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilconversion "sigs.k8s.io/cluster-api/util/conversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
@@ -45,7 +46,10 @@ import (
 // the truth and the record is dropped for that part.
 //
 // The other direction (v1beta2 → v1beta1 → v1beta2) keeps the v1beta2
-// object in Cluster API's cluster.x-k8s.io/conversion-data annotation.
+// object in Cluster API's cluster.x-k8s.io/conversion-data annotation,
+// written by the exported ConvertFrom (Metal3ClusterIdentity's two versions
+// are the same and need none). convertFrom only converts: keepV1beta1
+// calls it for its comparison, which needs no copy of the hub.
 
 // V1beta1DataAnnotation holds, on a v1beta2 object, the parts of the
 // v1beta1 object it was written as that v1beta2 cannot hold.
@@ -223,6 +227,9 @@ func (dst *Metal3Cluster) ConvertFrom(srcRaw conversion.Hub) error {
 	if err := dst.convertFrom(src); err != nil {
 		return err
 	}
+	if err := utilconversion.MarshalData(src, dst); err != nil {
+		return err
+	}
 	return restoreV1beta1(src, dst)
 }
 
@@ -239,6 +246,9 @@ func (src *Metal3ClusterTemplate) ConvertTo(dstRaw conversion.Hub) error {
 func (dst *Metal3ClusterTemplate) ConvertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*infrav1.Metal3ClusterTemplate)
 	if err := dst.convertFrom(src); err != nil {
+		return err
+	}
+	if err := utilconversion.MarshalData(src, dst); err != nil {
 		return err
 	}
 	return restoreV1beta1(src, dst)
@@ -277,6 +287,9 @@ func (dst *Metal3Machine) ConvertFrom(srcRaw conversion.Hub) error {
 	if err := dst.convertFrom(src); err != nil {
 		return err
 	}
+	if err := utilconversion.MarshalData(src, dst); err != nil {
+		return err
+	}
 	return restoreV1beta1(src, dst)
 }
 
@@ -293,6 +306,9 @@ func (src *Metal3MachineTemplate) ConvertTo(dstRaw conversion.Hub) error {
 func (dst *Metal3MachineTemplate) ConvertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*infrav1.Metal3MachineTemplate)
 	if err := dst.convertFrom(src); err != nil {
+		return err
+	}
+	if err := utilconversion.MarshalData(src, dst); err != nil {
 		return err
 	}
 	return restoreV1beta1(src, dst)
@@ -313,6 +329,9 @@ func (dst *Metal3DataTemplate) ConvertFrom(srcRaw conversion.Hub) error {
 	if err := dst.convertFrom(src); err != nil {
 		return err
 	}
+	if err := utilconversion.MarshalData(src, dst); err != nil {
+		return err
+	}
 	return restoreV1beta1(src, dst)
 }
 
@@ -329,6 +348,9 @@ func (src *Metal3Data) ConvertTo(dstRaw conversion.Hub) error {
 func (dst *Metal3Data) ConvertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*infrav1.Metal3Data)
 	if err := dst.convertFrom(src); err != nil {
+		return err
+	}
+	if err := utilconversion.MarshalData(src, dst); err != nil {
 		return err
 	}
 	return restoreV1beta1(src, dst)
@@ -349,6 +371,9 @@ func (dst *Metal3DataClaim) ConvertFrom(srcRaw conversion.Hub) error {
 	if err := dst.convertFrom(src); err != nil {
 		return err
 	}
+	if err := utilconversion.MarshalData(src, dst); err != nil {
+		return err
+	}
 	return restoreV1beta1(src, dst)
 }
 
@@ -367,6 +392,9 @@ func (dst *Metal3Remediation) ConvertFrom(srcRaw conversion.Hub) error {
 	if err := dst.convertFrom(src); err != nil {
 		return err
 	}
+	if err := utilconversion.MarshalData(src, dst); err != nil {
+		return err
+	}
 	return restoreV1beta1(src, dst)
 }
 
@@ -383,6 +411,9 @@ func (src *Metal3RemediationTemplate) ConvertTo(dstRaw conversion.Hub) error {
 func (dst *Metal3RemediationTemplate) ConvertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*infrav1.Metal3RemediationTemplate)
 	if err := dst.convertFrom(src); err != nil {
+		return err
+	}
+	if err := utilconversion.MarshalData(src, dst); err != nil {
 		return err
 	}
 	return restoreV1beta1(src, dst)
