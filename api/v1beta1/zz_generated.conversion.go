@@ -24,14 +24,13 @@ package v1beta1
 import (
 	unsafe "unsafe"
 
+	v1beta2 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	conversion "k8s.io/apimachinery/pkg/conversion"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	selection "k8s.io/apimachinery/pkg/selection"
 	corev1beta2 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-
-	v1beta2 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 func init() {
