@@ -26,12 +26,14 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
+	hostpool "github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
@@ -39,7 +41,10 @@ import (
 // (two managers reconciling concurrently), with identically named machines,
 // share a pool of 15 hosts for 20 machines. Exactly 15 are bound, no host
 // twice, every Secret next to a host is its consumer's, and the other 5
-// wait with NoAvailableHost until hosts are added.
+// wait with NoAvailableHost until hosts are added. Two more hosts of the
+// pool are marked unhealthy, one under each name (upstream CAPM3 v1.13+'s
+// and the deprecated one it still honours): neither is ever taken, and
+// their marks stay.
 func TestTenantsRaceForSharedPool(t *testing.T) {
 	g := NewWithT(t)
 	nsTenantA, nsTenantB, nsPool := testNamespace(t, "tenant-a"), testNamespace(t, "tenant-b"), testNamespace(t, "pool")
@@ -56,6 +61,22 @@ func TestTenantsRaceForSharedPool(t *testing.T) {
 		g.Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret(tenant, "pool-kubeconfig", pool.UserKubeconfig(t, tenant, nsPool, poolNamespace)))).To(Succeed())
 	}
 	availableHosts(t, pool.Client, poolNamespace, "host", 15)
+	marks := map[string]string{"marked-new": hostpool.UnhealthyAnnotation, "marked-deprecated": hostpool.DeprecatedUnhealthyAnnotation}
+	for name, mark := range marks {
+		host := &bmov1alpha1.BareMetalHost{
+			ObjectMeta: metav1.ObjectMeta{Namespace: poolNamespace, Name: name, Annotations: map[string]string{mark: "operator"}},
+		}
+		g.Expect(pool.Client.Create(ctx, host)).To(Succeed())
+		setHostState(t, pool.Client, host, bmov1alpha1.StateAvailable)
+	}
+	unmarkedUntaken := func(g Gomega) {
+		for name, mark := range marks {
+			host := &bmov1alpha1.BareMetalHost{}
+			g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: poolNamespace, Name: name}, host)).To(Succeed())
+			g.Expect(host.Spec.ConsumerRef).To(BeNil(), "host %s, marked %s, is never taken", name, mark)
+			g.Expect(host.Annotations).To(HaveKeyWithValue(mark, "operator"), "and keeps its mark")
+		}
+	}
 
 	machines := map[string]*infrav1.Metal3Machine{}
 	for _, tenant := range tenants {
@@ -91,6 +112,7 @@ func TestTenantsRaceForSharedPool(t *testing.T) {
 	assertHostsConsistent(g, mgmt.Client, pool.Client, poolNamespace, machines)
 	g.Consistently(func(g Gomega) {
 		g.Expect(consumedHosts(g, pool.Client, poolNamespace)).To(HaveLen(15))
+		unmarkedUntaken(g)
 	}).WithTimeout(3*time.Second).Should(Succeed(), "no host changes hands")
 
 	availableHosts(t, pool.Client, poolNamespace, "extra", 5)
@@ -98,6 +120,7 @@ func TestTenantsRaceForSharedPool(t *testing.T) {
 		g.Expect(consumedHosts(g, pool.Client, poolNamespace)).To(HaveLen(20))
 	}).WithTimeout(90*time.Second).WithPolling(time.Second).Should(Succeed(), "waiting machines bind once hosts are added")
 	assertHostsConsistent(g, mgmt.Client, pool.Client, poolNamespace, machines)
+	unmarkedUntaken(g)
 }
 
 // assertHostsConsistent checks every bound host against its machine: the

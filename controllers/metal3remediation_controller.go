@@ -23,6 +23,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -58,7 +59,11 @@ type Metal3RemediationReconciler struct {
 	APIReader  client.Reader
 	Identities hostaccess.Cache
 	// WorkloadClusters gives clients of workload clusters, whose Nodes the
-	// remediation deletes and restores.
+	// remediation taints out-of-service (or deletes and restores), and
+	// whose pods and volume attachments it waits for. Their kubeconfigs
+	// carry the credentials: nothing there needs RBAC of the provider's
+	// ServiceAccount, which is why upstream's pods and volumeattachments
+	// rules have no counterpart below.
 	WorkloadClusters *workload.Clusters
 	// Recorder records an Event at every decision; nil records none.
 	Recorder         events.EventRecorder
@@ -253,7 +258,7 @@ func (s *remediationScope) manager(r *Metal3RemediationReconciler, m3r *infrav1.
 	m.Machine = remediation.CAPIMachine(r.Client, s.target)
 	if s.host != nil {
 		clusterKey := client.ObjectKey{Namespace: s.target.Machine.Namespace, Name: s.target.Machine.Spec.ClusterName}
-		m.Nodes = remediation.WorkloadNodes(r.workloadClient(clusterKey), remediationNodeQuery(s.target, s.host))
+		m.Nodes = remediation.WorkloadNodes(r.workloadClient(clusterKey), r.workloadVersion(clusterKey), remediationNodeQuery(s.target, s.host))
 	}
 	return m
 }
@@ -287,6 +292,22 @@ func (r *Metal3RemediationReconciler) workloadClient(cluster client.ObjectKey) r
 			return nil, fmt.Errorf("%w: cluster %s: %w", remediation.ErrWorkloadUnreachable, cluster, err)
 		}
 		return c, nil
+	}
+}
+
+// workloadVersion reads the cluster's Kubernetes version, which decides
+// whether its Node is tainted out-of-service or deleted; only asked once
+// per remediation, when its host is off.
+func (r *Metal3RemediationReconciler) workloadVersion(cluster client.ObjectKey) remediation.WorkloadVersion {
+	return func(ctx context.Context) (*version.Info, error) {
+		if r.WorkloadClusters == nil {
+			return nil, fmt.Errorf("%w: no workload cluster access", remediation.ErrWorkloadUnreachable)
+		}
+		info, err := r.WorkloadClusters.ServerVersion(ctx, cluster)
+		if err != nil {
+			return nil, fmt.Errorf("%w: cluster %s: %w", remediation.ErrWorkloadUnreachable, cluster, err)
+		}
+		return info, nil
 	}
 }
 

@@ -158,9 +158,13 @@ func TestNodeLookupOfMachineAndRemediation(t *testing.T) {
 			}
 
 			// The remediation first: it writes nothing to Nodes before it
-			// deletes one, which is the step it is taken to here.
+			// deletes one, which is the step it is taken to here (the
+			// Node's deletion chosen already; the out-of-service taint
+			// finds its Node the same way).
 			m3r := &infrav1.Metal3Remediation{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p},
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p, Annotations: map[string]string{
+					infrav1.RemediationNodeStrategyAnnotation: infrav1.RemediationNodeDeletion,
+				}},
 				Spec: infrav1.Metal3RemediationSpec{Strategy: &infrav1.RemediationStrategy{
 					Type: infrav1.RebootRemediationStrategy, RetryLimit: 1,
 				}},
@@ -172,7 +176,7 @@ func TestNodeLookupOfMachineAndRemediation(t *testing.T) {
 				Remediation: m3r, Host: host, Machine: unhealthyMachine{},
 				Nodes: remediation.WorkloadNodes(func(context.Context) (client.Client, error) {
 					return clusters.Client(ctx, client.ObjectKeyFromObject(cluster))
-				}, remediationNodeQuery(target, host)),
+				}, nil, remediationNodeQuery(target, host)),
 			}
 			_, err := manager.Reconcile(ctx)
 			_, saved := m3r.Annotations[infrav1.RemediationNodeBackupAnnotation]

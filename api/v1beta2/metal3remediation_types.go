@@ -128,6 +128,24 @@ const (
 	// a provider restart between the deletion and the restore loses nothing.
 	RemediationNodeBackupAnnotation = "remediation.metal3.io/node-backup"
 
+	// RemediationNodeStrategyAnnotation records, on a Metal3Remediation,
+	// how it takes the machine's Node out of service while the host is
+	// powered off: RemediationNodeOutOfServiceTaint or
+	// RemediationNodeDeletion. Decided once per remediation from the
+	// workload cluster's Kubernetes version and written before the Node is
+	// touched, so a provider restart, or a version read that fails later,
+	// never switches a remediation from one to the other halfway.
+	RemediationNodeStrategyAnnotation = "remediation.metal3.io/node-strategy"
+	// RemediationNodeOutOfServiceTaint: the Node is tainted
+	// node.kubernetes.io/out-of-service while the host is off and keeps its
+	// identity (Kubernetes 1.28 and later, upstream CAPM3's flow there).
+	RemediationNodeOutOfServiceTaint = "OutOfServiceTaint"
+	// RemediationNodeDeletion: the Node is saved and deleted while the host
+	// is off, and its labels and annotations restored on the Node that
+	// registers after (older workload clusters, or one whose version cannot
+	// be read).
+	RemediationNodeDeletion = "Deletion"
+
 	// RemediationRebootAnnotationPrefix starts the Bare Metal Operator reboot
 	// annotation a remediation sets on its host (reboot.metal3.io/<key>):
 	// the host stays powered off while it is there and powers on when it is
@@ -160,7 +178,9 @@ const (
 	// off and on again.
 	RemediationPowerCycledCondition = "PowerCycled"
 	// RemediationNodeRestoredCondition: the Node deleted while the host was
-	// off has registered again and has its labels and annotations back.
+	// off has registered again and has its labels and annotations back; or,
+	// with the out-of-service taint, the Node is back in service (the taint
+	// removed once the host is powered on).
 	RemediationNodeRestoredCondition = "NodeRestored"
 )
 
@@ -190,8 +210,15 @@ const (
 	// to register again.
 	RemediationWaitingForNodeReason = "WaitingForNode"
 	// RemediationNodeRestoredReason: the Node is back with its labels and
-	// annotations.
+	// annotations, or back in service without the out-of-service taint.
 	RemediationNodeRestoredReason = "NodeRestored"
+	// RemediationWaitingForDrainReason: the Node is tainted out-of-service;
+	// waiting for its terminating pods and its volume attachments to be
+	// gone before the host is powered on.
+	RemediationWaitingForDrainReason = "WaitingForDrain"
+	// RemediationOutOfServiceReason: the Node is tainted out-of-service and
+	// drained; the taint stays until the host is powered on.
+	RemediationOutOfServiceReason = "OutOfService"
 )
 
 // Metal3Remediation remediates one unhealthy Metal3Machine, created by a

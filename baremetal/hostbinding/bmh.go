@@ -219,6 +219,7 @@ func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	selection.LogDeprecatedMarks(ctrl.LoggerFrom(ctx))
 	if host := selection.WaitFor; host != nil {
 		// Node reuse: the owner's released host comes back to it; the
 		// machine does not take another one meanwhile.

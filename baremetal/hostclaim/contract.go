@@ -121,11 +121,15 @@ const (
 	// KeptSinceAnnotation on a kept host: when it was kept (RFC 3339).
 	KeptSinceAnnotation = "hostclaim.metal3.io/kept-since"
 	// UnhealthyAnnotation on a claim says remediation gave up on its host
-	// (the name upstream CAPM3 puts on hosts). The binder marks the host
-	// with it at once; the mark outlives the claim, so the released host
-	// is bound to no claim (and kept for no node reuse) until the pool
-	// admin, having repaired it, removes the annotation from the host.
+	// (the name upstream CAPM3 v1.13+ puts on hosts). The binder marks the
+	// host with it at once; the mark outlives the claim, so the released
+	// host is bound to no claim (and kept for no node reuse) until the
+	// pool admin, having repaired it, removes the annotation from the host.
 	UnhealthyAnnotation = pool.UnhealthyAnnotation
+	// DeprecatedUnhealthyAnnotation on a claim asks the same (the name
+	// older providers write): the binder accepts either on a claim
+	// (pool.UnhealthyMark) and writes UnhealthyAnnotation on the host.
+	DeprecatedUnhealthyAnnotation = pool.DeprecatedUnhealthyAnnotation
 	// UnhealthyMarkedByAnnotation on a host marked unhealthy by the
 	// binder names the claim namespace whose claim asked for the mark: a
 	// namespace may have only so many hosts marked at a time, so one tenant

@@ -47,7 +47,7 @@ func Unavailability(host *bmov1alpha1.BareMetalHost) string {
 	case host.Status.OperationalStatus == bmov1alpha1.OperationalStatusError || host.Status.ErrorMessage != "":
 		return ReportingError
 	}
-	if _, ok := host.Annotations[UnhealthyAnnotation]; ok {
+	if UnhealthyMark(host.Annotations) != "" {
 		return MarkedUnhealthy
 	}
 	for _, annotation := range []string{bmov1alpha1.PausedAnnotation, bmov1alpha1.DetachedAnnotation} {
@@ -63,6 +63,18 @@ func Unavailability(host *bmov1alpha1.BareMetalHost) string {
 	default:
 		return string(state)
 	}
+}
+
+// UnhealthyMark returns the annotation of annotations that marks a host
+// (or a claim) unhealthy: UnhealthyAnnotation, else the deprecated
+// DeprecatedUnhealthyAnnotation, with any value; "" if neither is there.
+func UnhealthyMark(annotations map[string]string) string {
+	for _, key := range []string{UnhealthyAnnotation, DeprecatedUnhealthyAnnotation} {
+		if _, ok := annotations[key]; ok {
+			return key
+		}
+	}
+	return ""
 }
 
 // Available reports whether host can be taken now.

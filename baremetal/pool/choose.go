@@ -24,8 +24,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-logr/logr"
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
 )
 
 // Kept is what a host's node reuse marks mean to one consumer.
@@ -96,6 +98,10 @@ type Selection struct {
 	Considered int
 	// Excluded counts the hosts of Namespaces not offered, by reason.
 	Excluded map[string]int
+	// DeprecatedMarks are the hosts left out for an unhealthy mark under
+	// its deprecated name alone (DeprecatedUnhealthyAnnotation), which
+	// LogDeprecatedMarks tells the pool admin about.
+	DeprecatedMarks []*bmov1alpha1.BareMetalHost
 }
 
 // Choose ranks the hosts a consumer may take among hosts.
@@ -133,6 +139,9 @@ func Choose(hosts []bmov1alpha1.BareMetalHost, req Request) *Selection {
 		}
 		if why := Unavailability(host); why != "" {
 			result.Excluded[why]++
+			if why == MarkedUnhealthy && UnhealthyMark(host.Annotations) == DeprecatedUnhealthyAnnotation {
+				result.DeprecatedMarks = append(result.DeprecatedMarks, host)
+			}
 			if kept == KeptForConsumer && !needsAdmin(why) {
 				keptNotReady = append(keptNotReady, host)
 			}
@@ -172,6 +181,17 @@ func Choose(hosts []bmov1alpha1.BareMetalHost, req Request) *Selection {
 		result.Candidates = append(result.Candidates, c.host)
 	}
 	return result
+}
+
+// LogDeprecatedMarks warns, as upstream CAPM3 does when it skips such a
+// host, of each host marked unhealthy under the deprecated name only: the
+// mark still keeps it out of the pool, but the pool admin should rename
+// it before a release of either provider stops reading that name.
+func (s *Selection) LogDeprecatedMarks(log logr.Logger) {
+	for _, host := range s.DeprecatedMarks {
+		log.Info("host is marked unhealthy with a deprecated annotation; rename it",
+			"host", klog.KObj(host), "annotation", DeprecatedUnhealthyAnnotation, "replacement", UnhealthyAnnotation)
+	}
 }
 
 // Summary says in words what the hosts looked at were, for a consumer that

@@ -25,8 +25,18 @@ import (
 const (
 	// UnhealthyAnnotation marks a host that must not be taken: set by
 	// remediation when it gives up, or by an operator, with the name
-	// upstream CAPM3 uses, so a pool shared with it agrees.
-	UnhealthyAnnotation = "capi.metal3.io/unhealthy"
+	// upstream CAPM3 writes since v1.13, so a pool shared with it agrees.
+	// Only its presence counts (UnhealthyMark).
+	UnhealthyAnnotation = "capm3.metal3.io/unhealthy"
+	// DeprecatedUnhealthyAnnotation is the mark's name before upstream
+	// v1.13, which upstream still honours: hosts marked by older releases
+	// of either provider, or by operators following older guides, stay out
+	// of the pool. Nothing here writes it, and nothing removes it.
+	DeprecatedUnhealthyAnnotation = "capi.metal3.io/unhealthy"
+	// UnhealthyValue is the value written with UnhealthyAnnotation:
+	// upstream's, so a pool admin reading a host cannot tell which
+	// provider marked it, and need not.
+	UnhealthyValue = "capm3/UnhealthyNode"
 	// FailureDomainLabel puts a host in a failure domain: a consumer of a
 	// failure domain prefers its hosts.
 	FailureDomainLabel = "infrastructure.cluster.x-k8s.io/failure-domain"

@@ -17,6 +17,7 @@ limitations under the License.
 package pool_test
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -162,6 +163,11 @@ func TestPoolRules(t *testing.T) {
 		ordered bool
 		// wantWait is the kept host the consumer waits for.
 		wantWait string
+		// wantExcluded, if set, counts the hosts left out by reason.
+		wantExcluded map[string]int
+		// wantDeprecated are the hosts marked unhealthy under the
+		// deprecated name alone, which the modes log.
+		wantDeprecated []string
 	}{
 		{
 			rule: "availability: only registered, inspected hosts free of consumers, errors, marks and deletion " +
@@ -172,11 +178,26 @@ func TestPoolRules(t *testing.T) {
 				h("provisioned", inState(bmov1alpha1.StateProvisioned)), h("consumed", consumed),
 				h("error-message", errorMessage), h("error-status-only", errorStatus),
 				h("unhealthy", withAnnotation(pool.UnhealthyAnnotation, "")),
+				h("unhealthy-deprecated", withAnnotation(pool.DeprecatedUnhealthyAnnotation, "")),
 				h("paused", withAnnotation(bmov1alpha1.PausedAnnotation, "")),
 				h("detached", withAnnotation(bmov1alpha1.DetachedAnnotation, "")),
 				h("deleting", deleting),
 			},
-			want: []string{"available", "ready"},
+			want:           []string{"available", "ready"},
+			wantDeprecated: []string{"unhealthy-deprecated"},
+		},
+		{
+			rule: "unhealthy: a host marked under either name (upstream v1.13+'s or the deprecated one), with any value, " +
+				"is never offered; one marked under the deprecated name alone is reported, for the modes to log",
+			hosts: []hostSpec{
+				h("free"),
+				h("marked", withAnnotation(pool.UnhealthyAnnotation, pool.UnhealthyValue)),
+				h("marked-deprecated", withAnnotation(pool.DeprecatedUnhealthyAnnotation, "")),
+				h("marked-both", withAnnotation(pool.UnhealthyAnnotation, ""), withAnnotation(pool.DeprecatedUnhealthyAnnotation, "operator")),
+			},
+			want:           []string{"free"},
+			wantExcluded:   map[string]int{pool.MarkedUnhealthy: 3},
+			wantDeprecated: []string{"marked-deprecated"},
 		},
 		{
 			rule: "selector: matchLabels and matchExpressions, operators of any case as stored objects of every age have them " +
@@ -228,9 +249,11 @@ func TestPoolRules(t *testing.T) {
 				h("free"),
 				h("kept-error", inState(bmov1alpha1.StateDeprovisioning), errorMessage).keptFor("mine"),
 				h("kept-unhealthy", withAnnotation(pool.UnhealthyAnnotation, "")).keptFor("mine"),
+				h("kept-unhealthy-deprecated", withAnnotation(pool.DeprecatedUnhealthyAnnotation, "")).keptFor("mine"),
 				h("kept-deleting", deleting).keptFor("mine"),
 			},
-			want: []string{"free"},
+			want:           []string{"free"},
+			wantDeprecated: []string{"kept-unhealthy-deprecated"},
 		},
 		{
 			rule:  "node reuse: an available kept host wins over waiting for another",
@@ -280,6 +303,16 @@ func TestPoolRules(t *testing.T) {
 				}
 				if gotWait != tt.wantWait {
 					t.Errorf("waits for %q, want %q", gotWait, tt.wantWait)
+				}
+				if tt.wantExcluded != nil && !maps.Equal(chosen.Excluded, tt.wantExcluded) {
+					t.Errorf("excluded %v, want %v", chosen.Excluded, tt.wantExcluded)
+				}
+				var deprecated []string
+				for _, d := range chosen.DeprecatedMarks {
+					deprecated = append(deprecated, d.Name)
+				}
+				if !slices.Equal(deprecated, tt.wantDeprecated) {
+					t.Errorf("deprecated marks %v, want %v", deprecated, tt.wantDeprecated)
 				}
 			})
 		}

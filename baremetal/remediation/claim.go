@@ -77,12 +77,12 @@ func (h *claimHost) ReleaseReboot(ctx context.Context) error {
 	return h.annotate(ctx, h.rebootAnnotation, "", false)
 }
 
-// MarkUnhealthy marks the claim, where the tenant sees it. The binder
-// carries the mark to the host, which keeps it when the machine's deletion
-// releases the claim: the pool binds it to no claim until its admin
-// clears it (hostclaim.UnhealthyAnnotation).
+// MarkUnhealthy marks the claim, where the tenant sees it, under the name
+// the host gets. The binder carries the mark to the host, which keeps it
+// when the machine's deletion releases the claim: the pool binds it to no
+// claim until its admin clears it (hostclaim.UnhealthyAnnotation).
 func (h *claimHost) MarkUnhealthy(ctx context.Context) error {
-	return h.annotate(ctx, pool.UnhealthyAnnotation, "", true)
+	return h.annotate(ctx, pool.UnhealthyAnnotation, pool.UnhealthyValue, true)
 }
 
 // annotate sets (or removes) annotation on the claim. Only the provider

@@ -124,10 +124,12 @@ func (h *bmhHost) ReleaseReboot(ctx context.Context) error {
 	return nil
 }
 
-// MarkUnhealthy sets the annotation host selection skips (and upstream
-// CAPM3 sets): the host stays in the pool for an operator to look at.
+// MarkUnhealthy sets the annotation host selection skips, under the name
+// and with the value upstream CAPM3 v1.13+ writes when its retries run
+// out: the host stays in the pool for an operator to look at. A mark under
+// the deprecated name is left as it is: it is not the remediation's.
 func (h *bmhHost) MarkUnhealthy(ctx context.Context) error {
-	return h.annotate(ctx, pool.UnhealthyAnnotation, "", true)
+	return h.annotate(ctx, pool.UnhealthyAnnotation, pool.UnhealthyValue, true)
 }
 
 // annotate sets (or removes) annotation on the host, if not already so.

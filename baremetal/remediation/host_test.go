@@ -134,7 +134,10 @@ func TestFindHost(t *testing.T) {
 
 func TestHostAnnotations(t *testing.T) {
 	ctx := context.Background()
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(testHost(consumer("worker-0", "consumer-id"))).Build()
+	h := testHost(consumer("worker-0", "consumer-id"))
+	// An operator's mark under the deprecated name, which stays.
+	h.Annotations = map[string]string{pool.DeprecatedUnhealthyAnnotation: "operator"}
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(h).Build()
 	m3m := testMetal3Machine()
 	host, err := FindHost(ctx, access(c), m3m)
 	if err != nil {
@@ -164,8 +167,10 @@ func TestHostAnnotations(t *testing.T) {
 	if err := host.MarkUnhealthy(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := stored().Annotations[pool.UnhealthyAnnotation]; !ok {
-		t.Fatal("the host is not marked unhealthy")
+	// Upstream CAPM3 v1.13+'s name and value; the operator's mark is kept.
+	if got := stored().Annotations; got[pool.UnhealthyAnnotation] != pool.UnhealthyValue || got[pool.DeprecatedUnhealthyAnnotation] != "operator" {
+		t.Fatalf("annotations %v: want %s=%s and the operator's %s kept", got,
+			pool.UnhealthyAnnotation, pool.UnhealthyValue, pool.DeprecatedUnhealthyAnnotation)
 	}
 }
 

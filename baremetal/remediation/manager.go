@@ -165,7 +165,8 @@ func (m *Manager) startTry(ctx context.Context, why string) (ctrl.Result, error)
 }
 
 // powerOff is the Running phase: wait for the host to power off, then
-// delete the Node and move to Waiting.
+// taint the Node out-of-service and wait for it to drain, or delete it,
+// and move to Waiting.
 func (m *Manager) powerOff(ctx context.Context) (ctrl.Result, error) {
 	r := m.Remediation
 	if !m.Host.RebootRequested() {
@@ -177,10 +178,20 @@ func (m *Manager) powerOff(ctx context.Context) (ctrl.Result, error) {
 	if m.Host.PoweredOn() {
 		return ctrl.Result{RequeueAfter: powerRequeue}, nil
 	}
-	// The host is off, so are its workloads: deleting the Node lets the
-	// cluster reschedule them (and release their volumes) at once.
-	deleted, result, err := m.deleteNode(ctx)
-	if err != nil || !deleted {
+	// The host is off, so are its workloads: taking the Node out of
+	// service lets the cluster reschedule them (and release their volumes)
+	// at once. How is decided once, and saved first (nodeStrategy).
+	strategy, result, err := m.nodeStrategy(ctx)
+	if err != nil || strategy == "" {
+		return result, err
+	}
+	fenced := false
+	if strategy == infrav1.RemediationNodeOutOfServiceTaint {
+		fenced, result, err = m.fenceOutOfService(ctx)
+	} else {
+		fenced, result, err = m.deleteNode(ctx)
+	}
+	if err != nil || !fenced {
 		return result, err
 	}
 	// Waiting is saved before the host is powered on: after a crash in
@@ -226,7 +237,7 @@ func (m *Manager) deleteNode(ctx context.Context) (bool, ctrl.Result, error) {
 
 // wait is the Waiting phase: once the timeout has passed with the machine
 // still unhealthy, try again or give up; until then, power the host on and
-// restore the Node.
+// restore the Node, or remove its out-of-service taint once the host is on.
 func (m *Manager) wait(ctx context.Context) (ctrl.Result, error) {
 	r := m.Remediation
 	remaining := m.remaining()
@@ -251,7 +262,11 @@ func (m *Manager) wait(ctx context.Context) (ctrl.Result, error) {
 	} else {
 		result.RequeueAfter = powerRequeue
 	}
-	restored, nodeResult, err := m.restoreNode(ctx)
+	restore := m.restoreNode
+	if outOfService(r) {
+		restore = m.returnToService
+	}
+	restored, nodeResult, err := restore(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -332,8 +347,8 @@ func (m *Manager) restoreNode(ctx context.Context) (bool, ctrl.Result, error) {
 
 // ReconcileDelete cleans up when the remediation is deleted, typically by
 // the MachineHealthCheck once the machine is healthy: the host is powered
-// on if it is still held off, and the Node gets back what was saved. True
-// once the finalizer can go.
+// on if it is still held off, the Node's out-of-service taint is removed,
+// and the Node gets back what was saved. True once the finalizer can go.
 func (m *Manager) ReconcileDelete(ctx context.Context) (bool, ctrl.Result, error) {
 	r := m.Remediation
 	if m.Machine != nil && !m.Machine.Deleting() && r.Status.RetryCount > 0 && r.Status.LastRemediated != nil {
@@ -352,6 +367,13 @@ func (m *Manager) ReconcileDelete(ctx context.Context) (bool, ctrl.Result, error
 			return false, ctrl.Result{}, err
 		}
 		m.event(ctx, corev1.EventTypeNormal, EventPowerOnRequested, "Powering on host %s: the remediation is deleted", m.Host)
+	}
+	if outOfService(r) && m.Machine != nil && !m.Machine.Deleting() && m.Nodes != nil && m.Host != nil {
+		// A Node left tainted would stay out of service for good; a
+		// Machine being deleted takes its Node along.
+		if done, result, err := m.untaintOnDelete(ctx); err != nil || !done {
+			return false, result, err
+		}
 	}
 	if _, saved, _ := backupOf(r); !saved {
 		return true, ctrl.Result{}, nil

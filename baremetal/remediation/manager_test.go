@@ -19,6 +19,7 @@ package remediation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -65,6 +67,41 @@ type fakeNodes struct {
 	unreachable bool
 	deleted     []string
 	restored    *NodeBackup
+	// version is the cluster's Kubernetes version (nil: not told); drain
+	// what its Node out of service still holds.
+	version            *version.Info
+	drain              Drain
+	tainted, untainted int
+	drainRead          bool
+}
+
+func (n *fakeNodes) Version(context.Context) (*version.Info, error) {
+	if n.unreachable {
+		return nil, fmt.Errorf("%w: connection refused", ErrWorkloadUnreachable)
+	}
+	return n.version, nil
+}
+
+func (n *fakeNodes) Taint(_ context.Context, node *corev1.Node) error {
+	n.tainted++
+	taint := OutOfServiceTaint
+	taint.TimeAdded = ptrTime(now)
+	node.Spec.Taints = append(node.Spec.Taints, taint)
+	return nil
+}
+
+func (n *fakeNodes) Untaint(_ context.Context, node *corev1.Node) error {
+	n.untainted++
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, isOutOfServiceTaint)
+	return nil
+}
+
+func (n *fakeNodes) Drain(context.Context, *corev1.Node) (Drain, error) {
+	if n.unreachable {
+		return Drain{}, fmt.Errorf("%w: connection refused", ErrWorkloadUnreachable)
+	}
+	n.drainRead = true
+	return n.drain, nil
 }
 
 func (n *fakeNodes) Find(context.Context) (*corev1.Node, error) {
@@ -159,6 +196,18 @@ func remediationAt(phase, reason string, retries int32, ago time.Duration, backu
 	return r
 }
 
+// withNodeStrategy records strategy on r, as its first powered-off step does.
+func withNodeStrategy(r *infrav1.Metal3Remediation, strategy string) *infrav1.Metal3Remediation {
+	if r.Annotations == nil {
+		r.Annotations = map[string]string{}
+	}
+	r.Annotations[infrav1.RemediationNodeStrategyAnnotation] = strategy
+	return r
+}
+
+// TestReconcile runs the steps of the Node's deletion (the flow of
+// workload clusters older than 1.28); outofservice_test.go runs the
+// out-of-service taint's.
 func TestReconcile(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -204,9 +253,10 @@ func TestReconcile(t *testing.T) {
 		wantPhase: infrav1.RemediationPhaseRunning, wantRetries: 1, wantPowerCycled: infrav1.RemediationPoweringOffReason,
 		wantRebootOnHost: true, wantRequeue: powerRequeue,
 	}, {
-		name:        "a powered-off host's Node is saved before it is deleted",
-		remediation: remediationAt(infrav1.RemediationPhaseRunning, infrav1.RemediationPoweringOffReason, 1, time.Second, ""),
-		host:        fakeHost{rebootRequested: true}, nodes: fakeNodes{node: node("old")}, machine: fakeMachine{unhealthy: true},
+		name: "a powered-off host's Node is saved before it is deleted",
+		remediation: withNodeStrategy(remediationAt(infrav1.RemediationPhaseRunning, infrav1.RemediationPoweringOffReason, 1, time.Second, ""),
+			infrav1.RemediationNodeDeletion),
+		host: fakeHost{rebootRequested: true}, nodes: fakeNodes{node: node("old")}, machine: fakeMachine{unhealthy: true},
 		wantPhase: infrav1.RemediationPhaseRunning, wantRetries: 1, wantPowerCycled: infrav1.RemediationPoweringOffReason,
 		wantRebootOnHost: true, wantBackup: true,
 	}, {
@@ -217,9 +267,10 @@ func TestReconcile(t *testing.T) {
 		wantNodeRestored: infrav1.RemediationWaitingForNodeReason, wantRebootOnHost: true, wantBackup: true, wantDeleted: true,
 		wantEvents: []string{EventNodeDeleted},
 	}, {
-		name:        "without a Node there is nothing to save or delete",
-		remediation: remediationAt(infrav1.RemediationPhaseRunning, infrav1.RemediationPoweringOffReason, 1, time.Second, ""),
-		host:        fakeHost{rebootRequested: true}, machine: fakeMachine{unhealthy: true},
+		name: "without a Node there is nothing to save or delete",
+		remediation: withNodeStrategy(remediationAt(infrav1.RemediationPhaseRunning, infrav1.RemediationPoweringOffReason, 1, time.Second, ""),
+			infrav1.RemediationNodeDeletion),
+		host: fakeHost{rebootRequested: true}, machine: fakeMachine{unhealthy: true},
 		wantPhase: infrav1.RemediationPhaseWaiting, wantRetries: 1, wantPowerCycled: infrav1.RemediationPoweringOnReason,
 		wantNodeRestored: infrav1.RemediationWaitingForNodeReason, wantRebootOnHost: true,
 	}, {

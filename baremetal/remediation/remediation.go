@@ -17,19 +17,33 @@ limitations under the License.
 // Package remediation remediates an unhealthy machine by power-cycling its
 // host, as upstream CAPM3's reboot strategy does: a MachineHealthCheck
 // creates a Metal3Remediation named after the unhealthy Machine; the host
-// is powered off with the Bare Metal Operator's reboot annotation, the
-// workload Node is deleted (its labels and annotations saved on the
-// remediation) so that its workloads are rescheduled, the host is powered
-// on, and the Node that registers again gets its labels back. A machine
-// still unhealthy after the timeout is tried again, up to the retry limit;
-// then its host is marked unhealthy and the Machine's owner is asked to
-// replace it. A remediation the MachineHealthCheck deleted without the
-// machine being healed leaves its count for the next one (History).
+// is powered off with the Bare Metal Operator's reboot annotation; while
+// it is off, the workload Node is taken out of service so that its
+// workloads move; the host is powered on and the Node put back. How the
+// Node is taken out of service depends on the workload cluster's
+// Kubernetes version, read once per remediation (outofservice.go): from
+// 1.28 on, it is tainted node.kubernetes.io/out-of-service, the
+// remediation waits for its terminating pods and its volume attachments
+// to be gone before powering the host on, and removes the taint once the
+// host is on, the Node keeping its identity; before 1.28, or when the
+// version cannot be read, the Node is deleted (its labels and annotations
+// saved on the remediation) and the Node that registers again gets them
+// back. A machine still unhealthy after the timeout is tried again, up to
+// the retry limit; then its host is marked unhealthy and the Machine's
+// owner is asked to replace it. A remediation the MachineHealthCheck
+// deleted without the machine being healed leaves its count for the next
+// one (History).
 //
 // The Manager holds the steps; what it acts on are small interfaces (Host,
 // Nodes, Machine) so that it is tested with fakes. Every step is recorded
 // in the remediation's status before the next one acts, and every action
-// is idempotent, so a provider killed at any point carries on.
+// is idempotent, so a provider killed at any point carries on: the choice
+// of out-of-service taint or deletion is written on the remediation before
+// the Node is touched; the taint is state of the Node itself, found there
+// again (with the time it was added) and added only if missing; waiting
+// for pods and volume attachments only reads; the Waiting phase is saved
+// before the host is powered on; and removing the taint is done only if it
+// is there.
 package remediation
 
 import (
@@ -39,6 +53,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // Host is the remediated machine's host, reached through the machine's
@@ -76,6 +91,16 @@ type Nodes interface {
 	// Restore adds to node the labels and annotations of backup it lacks;
 	// what the new Node already carries wins.
 	Restore(ctx context.Context, node *corev1.Node, backup NodeBackup) error
+	// Version is the workload cluster's Kubernetes version; nil when its
+	// API server answers but does not tell.
+	Version(ctx context.Context) (*version.Info, error)
+	// Taint adds the out-of-service taint to node, unless it has it.
+	Taint(ctx context.Context, node *corev1.Node) error
+	// Untaint removes the out-of-service taint from node, if it has it.
+	Untaint(ctx context.Context, node *corev1.Node) error
+	// Drain is what keeps node's host from being powered on while the
+	// Node is out of service: its terminating pods and volume attachments.
+	Drain(ctx context.Context, node *corev1.Node) (Drain, error)
 }
 
 // Machine is the remediated Cluster API Machine.
@@ -120,4 +145,10 @@ const (
 	EventRetriesExhausted = "RetriesExhausted"
 	EventRemediationEnded = "RemediationEnded"
 	EventUnsupported      = "UnsupportedStrategy"
+	// The out-of-service flow (outofservice.go), and the fallback to the
+	// Node's deletion.
+	EventOutOfServiceTaintAdded   = "OutOfServiceTaintAdded"
+	EventWaitingForDrain          = "WaitingForDrain"
+	EventOutOfServiceTaintRemoved = "OutOfServiceTaintRemoved"
+	EventOutOfServiceUnsupported  = "OutOfServiceUnsupported"
 )

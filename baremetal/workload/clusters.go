@@ -25,6 +25,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,7 +104,8 @@ type ClustersOptions struct {
 	// whole Timeout.
 	ConnectWait time.Duration
 	// MaxResponseBytes caps each answer: the provider reads Nodes by name
-	// or label, never every Node of a cluster.
+	// or label, never every Node of a cluster, and lists pods and volume
+	// attachments a page at a time.
 	MaxResponseBytes int64
 	// MaxRequestsInFlight bounds the requests in flight to one cluster.
 	MaxRequestsInFlight int
@@ -456,5 +458,9 @@ func (c *Clusters) Source(mapFunc handler.MapFunc) source.Source {
 func workloadMapper() meta.RESTMapper {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Node"), meta.RESTScopeRoot)
+	// A remediation fencing a Node with the out-of-service taint waits for
+	// its pods and volume attachments to go.
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	mapper.Add(storagev1.SchemeGroupVersion.WithKind("VolumeAttachment"), meta.RESTScopeRoot)
 	return mapper
 }

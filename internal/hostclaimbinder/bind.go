@@ -141,6 +141,7 @@ func (r *Reconciler) bind(ctx context.Context, claim *bmov1alpha1.HostClaim) (*b
 		r.wait(ctx, claim, bmov1alpha1.NoBareMetalHostReason, corev1.EventTypeWarning, err.Error())
 		return nil, ctrl.Result{}, nil
 	}
+	selection.LogDeprecatedMarks(log)
 	if len(selection.Candidates) == 0 {
 		// Hosts becoming available wake the waiting claims (claimsForHost).
 		r.wait(ctx, claim, bmov1alpha1.NoBareMetalHostReason, corev1.EventTypeNormal, selection.Summary())
@@ -254,6 +255,9 @@ func (r *Reconciler) takeHost(ctx context.Context, claim *bmov1alpha1.HostClaim,
 		host.Spec.ConsumerRef = claimRef(claim)
 		delete(host.Annotations, keptForAnnotation)
 		delete(host.Annotations, keptSinceAnnotation)
+		// A host the claim may take carries no unhealthy mark: a marked-by
+		// left when the pool admin cleared the mark counts for no one.
+		delete(host.Annotations, hostclaim.UnhealthyMarkedByAnnotation)
 		err := r.Client.Update(ctx, host)
 		if err == nil {
 			return host, nil

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
@@ -198,24 +199,53 @@ func TestNodeReuse(t *testing.T) {
 	}).WithTimeout(nodeReuseGrace + 30*time.Second).Should(Succeed())
 }
 
-// TestUnhealthyHostLeavesPool: remediation's unhealthy mark on a claim is
-// carried to its host at once, stays when the claim goes (even one asking
-// to keep its host for node reuse), and no claim is bound to that host,
-// not even one of the node reuse key, which takes another host instead.
+// updateHost changes the host, retrying on conflicts with BMO and the
+// binder, as a pool admin's edit would.
+func (p *poolEnv) updateHost(t *testing.T, namespace, name string, change func(*bmov1alpha1.BareMetalHost)) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) error {
+		got := p.getHost(g, namespace, name)
+		if got.Annotations == nil {
+			got.Annotations = map[string]string{}
+		}
+		change(got)
+		return p.env.Client.Update(context.Background(), got)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+// TestUnhealthyHostLeavesPool: remediation's unhealthy mark on a claim,
+// under either name (here the deprecated one an older provider writes), is
+// carried to its host at once under upstream CAPM3 v1.13+'s name, stays
+// when the claim goes (even one asking to keep its host for node reuse),
+// and no claim is bound to that host, not even one of the node reuse key,
+// which takes another host instead; nor to a host the pool admin marked
+// under the deprecated name, whose mark the binder never removes. Once the
+// admin clears the binder's mark, the host serves claims again and the
+// namespace has its allowance of marks back.
 func TestUnhealthyHostLeavesPool(t *testing.T) {
 	t.Parallel()
 	p := testPool(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	tenant := p.namespace(t, "tenant", nil)
-	poolNS := p.hosts(t, 2, &bmov1alpha1.HostClaimNamespaces{Names: []string{tenant}})
+	poolNS := p.hosts(t, 3, &bmov1alpha1.HostClaimNamespaces{Names: []string{tenant}})
+	// Marked before any claim exists, as upstream CAPM3 before v1.13 (or
+	// an admin following its guide) marks a host.
+	const adminMarked = "node-2"
+	p.updateHost(t, poolNS, adminMarked, func(h *bmov1alpha1.BareMetalHost) {
+		h.Annotations[hostclaim.DeprecatedUnhealthyAnnotation] = "admin"
+	})
 	first := p.claim(t, tenant, "first", "", withKey("cluster/md", true))
 	sick := p.boundHost(t, first, 60*time.Second)
+	g.Expect(sick.Name).NotTo(Equal(adminMarked))
 
-	p.updateClaim(t, first, func(c *bmov1alpha1.HostClaim) { c.Annotations[hostclaim.UnhealthyAnnotation] = "" })
+	p.updateClaim(t, first, func(c *bmov1alpha1.HostClaim) { c.Annotations[hostclaim.DeprecatedUnhealthyAnnotation] = "" })
 	g.Eventually(func(g Gomega) {
-		g.Expect(p.getHost(g, poolNS, sick.Name).Annotations).To(HaveKey(hostclaim.UnhealthyAnnotation))
-	}).WithTimeout(20*time.Second).Should(Succeed(), "the mark is on the host while the claim holds it")
+		g.Expect(p.getHost(g, poolNS, sick.Name).Annotations).To(And(
+			HaveKeyWithValue(hostclaim.UnhealthyAnnotation, pool.UnhealthyValue),
+			Not(HaveKey(hostclaim.DeprecatedUnhealthyAnnotation)),
+			HaveKeyWithValue(hostclaim.UnhealthyMarkedByAnnotation, tenant)))
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the mark is on the host, under the new name, while the claim holds it")
 
 	g.Expect(p.env.Client.Delete(ctx, first)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -226,14 +256,31 @@ func TestUnhealthyHostLeavesPool(t *testing.T) {
 	}).WithTimeout(60 * time.Second).Should(Succeed())
 
 	second := p.claim(t, tenant, "second", "", withKey("cluster/md", false))
-	g.Expect(p.boundHost(t, second, 60*time.Second).Name).NotTo(Equal(sick.Name), "the key's next claim takes the healthy host")
+	healthy := p.boundHost(t, second, 60*time.Second)
+	g.Expect(healthy.Name).NotTo(Or(Equal(sick.Name), Equal(adminMarked)), "the key's next claim takes the healthy host")
 	third := p.claim(t, tenant, "third", "")
 	g.Eventually(func(g Gomega) {
 		associated := condition(p.getClaim(g, third), bmov1alpha1.AssociatedCondition)
 		g.Expect(associated.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(associated.Message).To(ContainSubstring("1 marked unhealthy"))
-	}).WithTimeout(20*time.Second).Should(Succeed(), "the marked host is no claim's, and the claim left waiting is told why")
+		g.Expect(associated.Message).To(ContainSubstring("2 marked unhealthy"))
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the marked hosts are no claim's, and the claim left waiting is told why")
 	g.Expect(p.getHost(g, poolNS, sick.Name).Spec.ConsumerRef).To(BeNil())
+	g.Expect(p.getHost(g, poolNS, adminMarked).Spec.ConsumerRef).To(BeNil())
+
+	// The admin, having repaired the host, removes the mark the binder set
+	// and nothing else.
+	p.updateHost(t, poolNS, sick.Name, func(h *bmov1alpha1.BareMetalHost) {
+		delete(h.Annotations, hostclaim.UnhealthyAnnotation)
+	})
+	g.Expect(p.boundHost(t, third, 60*time.Second).Name).To(Equal(sick.Name), "the repaired host serves the waiting claim")
+	g.Expect(p.getHost(g, poolNS, sick.Name).Annotations).NotTo(HaveKey(hostclaim.UnhealthyMarkedByAnnotation),
+		"and no longer counts against the namespace")
+	p.updateClaim(t, second, func(c *bmov1alpha1.HostClaim) { c.Annotations[hostclaim.UnhealthyAnnotation] = "" })
+	g.Eventually(func(g Gomega) {
+		g.Expect(p.getHost(g, poolNS, healthy.Name).Annotations).To(HaveKeyWithValue(hostclaim.UnhealthyMarkedByAnnotation, tenant))
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the namespace's allowance (1) is back: its next mark is carried")
+	g.Expect(p.getHost(g, poolNS, adminMarked).Annotations).To(HaveKeyWithValue(hostclaim.DeprecatedUnhealthyAnnotation, "admin"),
+		"the admin's mark stays")
 }
 
 // TestUnhealthyMarksPerNamespace plays a tenant that marks every host it

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostclaim"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
 // reconcileDelete gives a deleted claim's host back to the pool:
@@ -97,7 +98,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, claim *bmov1alpha1.Hos
 func (r *Reconciler) release(ctx context.Context, claim *bmov1alpha1.HostClaim, host *bmov1alpha1.BareMetalHost) (bool, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("host", klog.KObj(host))
 	keptFor := ""
-	_, unhealthy := claim.Annotations[hostclaim.UnhealthyAnnotation]
+	unhealthy := pool.UnhealthyMark(claim.Annotations) != ""
 	if claim.Annotations[hostclaim.KeepOnReleaseAnnotation] == "true" && !unhealthy {
 		// A host remediation gave up on is kept for nobody: the key's
 		// next claim would wait for it until the pool admin repairs it.
@@ -163,11 +164,14 @@ func (r *Reconciler) release(ctx context.Context, claim *bmov1alpha1.HostClaim, 
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, "HostReleased", "Release",
 			"Released host %s/%s, kept for node reuse key %s", host.Namespace, host.Name, keptFor)
 	case unhealthy:
+		// The mark named is the one the host carries: the binder's, or
+		// one an operator had put there before.
+		mark := pool.UnhealthyMark(updated.Annotations)
 		log.Info("released the host, marked unhealthy: it takes no claim until the pool admin clears the mark",
-			"annotation", hostclaim.UnhealthyAnnotation)
+			"annotation", mark)
 		r.Recorder.Eventf(host, claim, corev1.EventTypeWarning, "HostMarkedUnhealthy", "Release",
 			"Remediation of HostClaim %s/%s gave up on this host; it takes no claim until %s is removed",
-			claim.Namespace, claim.Name, hostclaim.UnhealthyAnnotation)
+			claim.Namespace, claim.Name, mark)
 	default:
 		log.Info("released the host")
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, "HostReleased", "Release",

@@ -40,9 +40,14 @@ const DefaultMaxUnhealthyHostsPerNamespace = 3
 // marked unhealthy (hostclaim.UnhealthyMarkedByAnnotation).
 const hostMarkedByIndex = "hostclaimbinder.unhealthyMarkedBy"
 
-// markedBy is the index function of hostMarkedByIndex.
+// markedBy is the index function of hostMarkedByIndex. A host counts
+// against a namespace while it is still marked: once the pool admin has
+// removed the unhealthy mark, the namespace has its allowance back, even
+// if the marked-by annotation was left (the binder drops it when it next
+// binds the host).
 func markedBy(o client.Object) []string {
-	if ns := o.GetAnnotations()[hostclaim.UnhealthyMarkedByAnnotation]; ns != "" {
+	annotations := o.GetAnnotations()
+	if ns := annotations[hostclaim.UnhealthyMarkedByAnnotation]; ns != "" && pool.UnhealthyMark(annotations) != "" {
 		return []string{ns}
 	}
 	return nil
@@ -62,14 +67,18 @@ type unhealthyMarks struct {
 	refused sync.Map // types.UID -> struct{}
 }
 
-// markUnhealthy carries claim's unhealthy mark, if it has one, to host
-// (updated in place), within the namespace's limit. It reports whether
-// host carries the mark.
+// markUnhealthy carries claim's unhealthy mark, if it has one under
+// either name (the provider writes hostclaim.UnhealthyAnnotation; a tenant
+// or an older provider may write the deprecated name), to host (updated
+// in place) as pool.UnhealthyAnnotation, within the namespace's limit. A
+// host already marked, under either name, is left as it is: that mark is
+// not the binder's, so it neither counts against the namespace nor is
+// recorded as its. It reports whether host carries a mark.
 func (r *Reconciler) markUnhealthy(ctx context.Context, claim *bmov1alpha1.HostClaim, host *bmov1alpha1.BareMetalHost) (bool, error) {
-	if _, marked := host.Annotations[pool.UnhealthyAnnotation]; marked {
+	if pool.UnhealthyMark(host.Annotations) != "" {
 		return true, nil
 	}
-	if _, asked := claim.Annotations[hostclaim.UnhealthyAnnotation]; !asked {
+	if pool.UnhealthyMark(claim.Annotations) == "" {
 		return false, nil
 	}
 	hosts := &bmov1alpha1.BareMetalHostList{}
@@ -90,7 +99,7 @@ func (r *Reconciler) markUnhealthy(ctx context.Context, claim *bmov1alpha1.HostC
 	if host.Annotations == nil {
 		host.Annotations = map[string]string{}
 	}
-	host.Annotations[pool.UnhealthyAnnotation] = ""
+	host.Annotations[pool.UnhealthyAnnotation] = pool.UnhealthyValue
 	host.Annotations[hostclaim.UnhealthyMarkedByAnnotation] = claim.Namespace
 	return true, nil
 }

@@ -103,18 +103,36 @@ spec:
 			},
 		},
 		{
-			name: "v1beta2 Metal3Remediation's timeoutSeconds reads as a v1beta1 timeout",
+			// retryLimit has no upper bound, in either version, as upstream.
+			name: "v1beta2 Metal3Remediation's timeoutSeconds reads as a v1beta1 timeout, its retryLimit of 25 as is",
 			manifest: `
 apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3Remediation
 metadata: {name: r-v1beta2, namespace: tenant-a}
 spec:
-  strategy: {type: Reboot, retryLimit: 2, timeoutSeconds: 300}
+  strategy: {type: Reboot, retryLimit: 25, timeoutSeconds: 300}
 `,
 			readAs: "v1beta1",
 			want: map[string]any{
 				"spec.strategy.timeout":    "5m0s",
-				"spec.strategy.retryLimit": int64(2),
+				"spec.strategy.retryLimit": int64(25),
+			},
+		},
+		{
+			name: "v1beta1 Metal3RemediationTemplate's retryLimit of 25 reads as v1beta2",
+			manifest: `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3RemediationTemplate
+metadata: {name: rt-v1beta1, namespace: tenant-a}
+spec:
+  template:
+    spec:
+      strategy: {type: Reboot, retryLimit: 25, timeout: 5m0s}
+`,
+			readAs: "v1beta2",
+			want: map[string]any{
+				"spec.template.spec.strategy.retryLimit":     int64(25),
+				"spec.template.spec.strategy.timeoutSeconds": int64(300),
 			},
 		},
 		{

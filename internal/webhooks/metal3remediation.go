@@ -27,10 +27,6 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
-// maxRemediationRetryLimit caps retries: each one power-cycles a host and
-// waits for its node, so more than this is a machine that should be replaced.
-const maxRemediationRetryLimit = 10
-
 // Metal3Remediation defaults and validates Metal3Remediations.
 type Metal3Remediation struct{}
 
@@ -92,9 +88,12 @@ func validateRemediationStrategy(s *infrav1.RemediationStrategy, path *field.Pat
 	if s.Type != "" && s.Type != infrav1.RebootRemediationStrategy {
 		errs = append(errs, field.NotSupported(path.Child("type"), string(s.Type), []string{string(infrav1.RebootRemediationStrategy)}))
 	}
-	if s.RetryLimit < 0 || s.RetryLimit > maxRemediationRetryLimit {
+	// At least one try, and no upper bound: upstream CAPM3 caps it in neither
+	// version, so a template written for it is accepted here. 0 is unset:
+	// the default applies.
+	if s.RetryLimit < 0 {
 		errs = append(errs, field.Invalid(path.Child("retryLimit"), s.RetryLimit,
-			fmt.Sprintf("must be between 1 and %d (0 means the default, %d)", maxRemediationRetryLimit, infrav1.DefaultRemediationRetryLimit)))
+			fmt.Sprintf("must be at least 1 (0 means the default, %d)", infrav1.DefaultRemediationRetryLimit)))
 	}
 	// 0 is unset: the default applies.
 	if s.TimeoutSeconds != 0 && s.TimeoutSeconds < infrav1.MinRemediationTimeoutSeconds {

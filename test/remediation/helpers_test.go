@@ -28,12 +28,14 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -275,4 +277,99 @@ func (h *hostHistory) String() string {
 		b.WriteString("] ")
 	}
 	return b.String()
+}
+
+// workloadLoad is what a scenario runs on its worker's Node in the
+// workload cluster, which has no kubelet, scheduler or controller
+// manager: pods bound to the Node (as the scheduler binds them), one that
+// tolerates the out-of-service taint, and a volume attachment naming it.
+type workloadLoad struct {
+	evicted    []*corev1.Pod
+	tolerating *corev1.Pod
+	attachment *storagev1.VolumeAttachment
+}
+
+// runLoad creates the load of a scenario on node, in namespace.
+func runLoad(ctx context.Context, g Gomega, workload client.Client, namespace string, node *corev1.Node) *workloadLoad {
+	g.Expect(env.CreateNamespace(ctx, workload, namespace)).To(Succeed())
+	pod := func(name string, tolerations ...corev1.Toleration) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Spec: corev1.PodSpec{
+				NodeName:    node.Name,
+				Containers:  []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}},
+				Tolerations: tolerations,
+			},
+		}
+	}
+	load := &workloadLoad{
+		evicted: []*corev1.Pod{pod("db-0"), pod("web-0")},
+		tolerating: pod("node-agent", corev1.Toleration{
+			Key: corev1.TaintNodeOutOfService, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute,
+		}),
+		attachment: &storagev1.VolumeAttachment{
+			ObjectMeta: metav1.ObjectMeta{Name: "csi-" + namespace},
+			Spec: storagev1.VolumeAttachmentSpec{
+				Attacher: "csi.example.com", NodeName: node.Name,
+				Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pv-" + namespace)},
+			},
+		},
+	}
+	for _, obj := range []client.Object{load.evicted[0], load.evicted[1], load.tolerating, load.attachment} {
+		g.Expect(workload.Create(ctx, obj)).To(Succeed())
+	}
+	return load
+}
+
+// evict does what the workload cluster's taint eviction controller does
+// to a Node tainted out-of-service: it deletes the pods that do not
+// tolerate the taint. Bound to a Node whose kubelet cannot answer, they
+// are terminating, not gone.
+func (l *workloadLoad) evict(ctx context.Context, g Gomega, workload client.Client) {
+	for _, pod := range l.evicted {
+		g.Expect(workload.Delete(ctx, pod)).To(Succeed())
+		terminating := &corev1.Pod{}
+		g.Expect(workload.Get(ctx, client.ObjectKeyFromObject(pod), terminating)).To(Succeed())
+		g.Expect(terminating.DeletionTimestamp).NotTo(BeNil(), "pod %s is terminating", pod.Name)
+	}
+}
+
+// detach does what the attach-detach controller does to a Node out of
+// service: it detaches its volumes at once, deleting their attachments.
+func (l *workloadLoad) detach(ctx context.Context, g Gomega, workload client.Client) {
+	g.Expect(workload.Delete(ctx, l.attachment)).To(Succeed())
+}
+
+// collect does what the pod garbage collector does to the terminating pods
+// of a Node out of service: it force-deletes them.
+func (l *workloadLoad) collect(ctx context.Context, g Gomega, workload client.Client) {
+	for _, pod := range l.evicted {
+		g.Expect(client.IgnoreNotFound(workload.Delete(ctx, pod, client.GracePeriodSeconds(0)))).To(Succeed())
+	}
+}
+
+// outOfService returns node's out-of-service taint, nil if it has none.
+func outOfService(node *corev1.Node) *corev1.Taint {
+	for i := range node.Spec.Taints {
+		if node.Spec.Taints[i].Key == corev1.TaintNodeOutOfService {
+			return &node.Spec.Taints[i]
+		}
+	}
+	return nil
+}
+
+// nodeRestored is the remediation's NodeRestored condition, nil if unset.
+func (c *cluster) nodeRestored(ctx context.Context, g Gomega, name string) *metav1.Condition {
+	m3r := &infrav1.Metal3Remediation{}
+	g.Expect(c.mgmt.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: name}, m3r)).To(Succeed())
+	return conditions.Get(m3r, infrav1.RemediationNodeRestoredCondition)
+}
+
+// heldOff asserts that host is powered off with the remediation's reboot
+// annotation still on it.
+func (c *cluster) heldOff(ctx context.Context, g Gomega, host *bmov1alpha1.BareMetalHost, why string) {
+	now := &bmov1alpha1.BareMetalHost{}
+	g.Expect(c.hosts.Get(ctx, client.ObjectKeyFromObject(host), now)).To(Succeed())
+	g.Expect(now.Status.PoweredOn).To(BeFalse(), "host %s is off: %s", host.Name, why)
+	g.Expect(now.Annotations).To(HaveKey(HavePrefix(infrav1.RemediationRebootAnnotationPrefix)), "host %s is held off: %s", host.Name, why)
 }

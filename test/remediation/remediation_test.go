@@ -49,9 +49,14 @@ import (
 const rebootTimeout = 100 * time.Second
 
 // TestRemediation runs the scenarios at once in one environment: a reboot
-// that heals a machine whose hosts are in a remote pool, the same through
-// a HostClaim (HostClaim mode), and a machine that no reboot heals,
-// in-cluster, which Cluster API replaces.
+// that heals a machine whose hosts are in a remote pool, its Node fenced
+// with the out-of-service taint while pods and a volume attachment are
+// left on it, the same through a HostClaim (HostClaim mode), and a machine
+// that no reboot heals, in-cluster, which Cluster API replaces. The
+// workload server reports Kubernetes 1.28 or later, so every scenario
+// takes the out-of-service flow; the Node's deletion, for older clusters,
+// is tested in baremetal/remediation (TestReconcile, TestNodeStrategy) and
+// controllers (TestNodeLookupOfMachineAndRemediation).
 func TestRemediation(t *testing.T) {
 	started := time.Now()
 	ctrl.SetLogger(logr.Discard())
@@ -76,9 +81,14 @@ func TestRemediation(t *testing.T) {
 }
 
 // rebootHealsWedgedKubelet: a wedged kubelet, in a pool reached through an
-// identity, is healed by one reboot; the Node keeps its labels. In
-// HostClaim mode the reboot is asked of the machine's claim, and the
-// pool's binder passes it on to the host.
+// identity, is healed by one reboot. The workload cluster reports
+// Kubernetes 1.28 or later, so the Node is fenced as upstream CAPM3 does
+// there: tainted out-of-service once the host is off, the host held off
+// until the Node's terminating pods and volume attachments are gone, the
+// taint removed once the host is on; the Node keeps its UID, labels and
+// annotations. In HostClaim mode the reboot is asked of the machine's
+// claim, and the pool's binder passes it on to the host; the taint is on
+// the workload Node, which the provider reaches itself in both modes.
 func rebootHealsWedgedKubelet(environment *env.Environment, mode infrav1.HostMode) func(t *testing.T) {
 	return func(t *testing.T) {
 		t.Parallel()
@@ -107,11 +117,12 @@ func rebootHealsWedgedKubelet(environment *env.Environment, mode infrav1.HostMod
 		machine, host, node := c.runningWorker(ctx, g, workload, "")
 		t.Logf("worker %s runs on host %s/%s after %s", machine.Name, host.Namespace, host.Name, elapsed(started))
 
-		// What an operator put on the Node, which must outlive its deletion.
+		// What an operator put on the Node, and what runs on it.
 		patch := client.MergeFrom(node.DeepCopy())
 		node.Labels["example.com/rack"] = "r12"
 		node.Annotations = map[string]string{"example.com/owner": "team-a"}
 		g.Expect(workload.Patch(ctx, node, patch)).To(Succeed())
+		load := runLoad(ctx, g, workload, "apps-"+name, node)
 		history := c.watchHost(t, host)
 		environment.WedgeKubelet(host.UID)
 
@@ -121,6 +132,43 @@ func rebootHealsWedgedKubelet(environment *env.Environment, mode infrav1.HostMod
 		}).WithTimeout(2*time.Minute).Should(Succeed(), "the MachineHealthCheck creates a Metal3Remediation named after Machine %s", machine.Name)
 		g.Expect(m3r.OwnerReferences).To(ContainElement(HaveField("UID", machine.UID)), "the remediation is owned by its Machine")
 
+		g.Eventually(func(g Gomega) {
+			fenced := &corev1.Node{}
+			g.Expect(workload.Get(ctx, client.ObjectKeyFromObject(node), fenced)).To(Succeed())
+			taint := outOfService(fenced)
+			g.Expect(taint).NotTo(BeNil(), "Node %s is tainted out-of-service", node.Name)
+			g.Expect(taint.Value).To(Equal("nodeshutdown"))
+			g.Expect(taint.Effect).To(Equal(corev1.TaintEffectNoExecute))
+			g.Expect(taint.TimeAdded).NotTo(BeNil())
+		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		c.heldOff(ctx, g, host, "the Node is tainted only once its host is off")
+		t.Logf("Node tainted out-of-service after %s", elapsed(started))
+
+		// The workload cluster's controllers, which envtest does not run,
+		// are played by the test: the taint eviction controller first.
+		load.evict(ctx, g, workload)
+		g.Eventually(func(g Gomega) {
+			cond := c.nodeRestored(ctx, g, m3r.Name)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Reason).To(Equal(infrav1.RemediationWaitingForDrainReason))
+			g.Expect(cond.Message).To(ContainSubstring("2 terminating pods"))
+			g.Expect(cond.Message).To(ContainSubstring("1 volume attachment (%s)", load.attachment.Name))
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the remediation waits for the pods and the volume attachment")
+		c.heldOff(ctx, g, host, "pods and a volume attachment are left on the Node")
+
+		// Then the attach-detach controller.
+		load.detach(ctx, g, workload)
+		g.Eventually(func(g Gomega) string {
+			cond := c.nodeRestored(ctx, g, m3r.Name)
+			g.Expect(cond).NotTo(BeNil())
+			return cond.Message
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(ContainSubstring("2 terminating pods (%s/db-0, %s/web-0) and 0 volume attachments",
+			load.evicted[0].Namespace, load.evicted[0].Namespace), "the remediation waits for the pods alone")
+		c.heldOff(ctx, g, host, "terminating pods are left on the Node")
+		g.Expect(history.powerCycled()).To(BeFalse(), "the host was not powered on while pods were left: %s", history)
+
+		// Then the pod garbage collector: the host may be powered on.
+		load.collect(ctx, g, workload)
 		g.Eventually(history.powerCycled).WithTimeout(3*time.Minute).Should(BeTrue(),
 			func() string { return "the Bare Metal Operator powers the host off and on; seen: " + history.String() })
 		t.Logf("host power-cycled after %s: %s", time.Since(started).Round(time.Second), history)
@@ -128,11 +176,14 @@ func rebootHealsWedgedKubelet(environment *env.Environment, mode infrav1.HostMod
 		g.Eventually(func(g Gomega) {
 			back := &corev1.Node{}
 			g.Expect(workload.Get(ctx, client.ObjectKeyFromObject(node), back)).To(Succeed())
-			g.Expect(back.UID).NotTo(Equal(node.UID), "the Node was deleted and registered again")
+			g.Expect(outOfService(back)).To(BeNil(), "the taint is removed once the host is on")
+			g.Expect(back.UID).To(Equal(node.UID), "the Node was never deleted")
 			g.Expect(back.Labels).To(HaveKeyWithValue("example.com/rack", "r12"))
 			g.Expect(back.Annotations).To(HaveKeyWithValue("example.com/owner", "team-a"))
 			g.Expect(nodeReady(back)).To(BeTrue(), "the reboot healed the kubelet")
 		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		g.Expect(workload.Get(ctx, client.ObjectKeyFromObject(load.tolerating), &corev1.Pod{})).To(Succeed(),
+			"a pod tolerating the taint stays, and held nothing up")
 
 		g.Eventually(func(g Gomega) {
 			healthy := &clusterv1.Machine{}
@@ -158,7 +209,9 @@ func rebootHealsWedgedKubelet(environment *env.Environment, mode infrav1.HostMod
 			g.Expect(obj.GetAnnotations()).NotTo(HaveKey(HavePrefix(infrav1.RemediationRebootAnnotationPrefix)), "%T %s", obj, obj.GetName())
 		}
 		g.Eventually(func(g Gomega) []string { return c.remediationEvents(ctx, g, m3r.Name) }).Should(ContainElements(
-			remediation.EventRebootRequested, remediation.EventNodeDeleted, remediation.EventPowerOnRequested, remediation.EventNodeRestored))
+			remediation.EventRebootRequested, remediation.EventOutOfServiceTaintAdded, remediation.EventWaitingForDrain,
+			remediation.EventPowerOnRequested, remediation.EventOutOfServiceTaintRemoved))
+		g.Expect(c.remediationEvents(ctx, g, m3r.Name)).NotTo(ContainElements(remediation.EventNodeDeleted, remediation.EventOutOfServiceUnsupported))
 		c.logEvents(ctx, t, m3r.Name)
 	}
 }
@@ -195,7 +248,8 @@ func brokenMachineReplaced(environment *env.Environment) func(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			h := &bmov1alpha1.BareMetalHost{}
 			g.Expect(c.hosts.Get(ctx, client.ObjectKeyFromObject(host), h)).To(Succeed())
-			g.Expect(h.Annotations).To(HaveKey(pool.UnhealthyAnnotation), "the host is marked unhealthy once the reboots are exhausted")
+			g.Expect(h.Annotations).To(HaveKeyWithValue(pool.UnhealthyAnnotation, pool.UnhealthyValue),
+				"the host is marked unhealthy once the reboots are exhausted, as upstream CAPM3 v1.13+ marks it")
 		}).WithTimeout(rebootTimeout + 3*time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 		t.Logf("retries exhausted after %s", elapsed(started))
 
@@ -224,7 +278,7 @@ func brokenMachineReplaced(environment *env.Environment) func(t *testing.T) {
 			}
 		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 		g.Eventually(func(g Gomega) []string { return c.remediationEvents(ctx, g, machine.Name) }).Should(ContainElements(
-			remediation.EventRebootRequested, remediation.EventNodeDeleted, remediation.EventRetriesExhausted))
+			remediation.EventRebootRequested, remediation.EventOutOfServiceTaintAdded, remediation.EventRetriesExhausted))
 		c.logEvents(ctx, t, machine.Name)
 	}
 }
