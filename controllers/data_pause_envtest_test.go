@@ -32,11 +32,15 @@ import (
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
-// TestDataKindsHonourPause: a Metal3DataTemplate and a Metal3Data of a
-// paused Cluster, or with the paused annotation, say so in their Paused
-// condition and are not reconciled (no finalizer, no index allocated, no
-// condition of their work) until unpaused; then their status reports the
-// generation it was computed for.
+// TestDataKindsHonourPause: a Metal3Data of a paused Cluster, or a
+// Metal3DataTemplate with the paused annotation, says so in its Paused
+// condition and is not reconciled (no finalizer, no index allocated, no
+// condition of its work) until unpaused; then its status reports the
+// generation it was computed for. A template belongs to no Cluster, even
+// one that still names a Cluster in spec.clusterName (deprecated), as
+// upstream CAPM3 v1.14 has it: a Cluster's pause holds that cluster's claims
+// (no index, nothing written on them) while the template serves the claims
+// of other clusters.
 func TestDataKindsHonourPause(t *testing.T) {
 	g := NewWithT(t)
 	ns := testNamespace(t, "tenant-a")
@@ -58,13 +62,15 @@ func TestDataKindsHonourPause(t *testing.T) {
 		Spec:       infrav1.Metal3DataTemplateSpec{ClusterName: "cluster-a"},
 	}
 	g.Expect(mgmt.Client.Create(ctx, template)).To(Succeed())
-	claim := func(name string) {
+	// A claim carries its machine's cluster, as the Metal3Machine labels it.
+	claim := func(name, cluster string) {
 		g.Expect(mgmt.Client.Create(ctx, &infrav1.Metal3DataClaim{
-			ObjectMeta: metav1ObjectMeta(ns, name),
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
 			Spec:       infrav1.Metal3DataClaimSpec{Template: &infrav1.Metal3ObjectRef{Name: "workers"}},
 		})).To(Succeed())
 	}
-	claim("claim-0")
+	claim("claim-0", "cluster-a")
+	claim("claim-b", "cluster-b")
 	// A Metal3Data of the cluster whose claim does not exist (of another
 	// template, which would delete it as orphaned): once reconciled it
 	// waits for its claim, which only an unpaused one says.
@@ -95,14 +101,25 @@ func TestDataKindsHonourPause(t *testing.T) {
 		return out
 	}
 
-	// Paused by the Cluster.
+	// Paused by the Cluster: its data and its claims, not the template.
 	g.Eventually(func(g Gomega) {
-		expectPaused(g, template, "Cluster spec.paused is set to true")
 		expectPaused(g, data, "Cluster spec.paused is set to true")
-	}).WithTimeout(20*time.Second).Should(Succeed(), "the cluster's pause shows on its data template and data")
-	g.Expect(conditions.Get(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition)).To(BeNil())
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the cluster's pause shows on its data")
 	g.Expect(conditions.Get(data, infrav1.Metal3DataSecretsRenderedCondition)).To(BeNil())
-	g.Expect(dataOfClaim(g, "claim-0")).To(BeEmpty(), "no index is allocated while paused")
+	g.Eventually(func(g Gomega) {
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(template), template)).To(Succeed())
+		g.Expect(conditions.IsFalse(template, clusterv1.PausedCondition)).To(BeTrue(), "the Cluster spec.clusterName names does not pause the template")
+		g.Expect(dataOfClaim(g, "claim-b")).To(HaveLen(1), "the claim of a running cluster is served")
+		g.Expect(conditions.Get(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition)).To(HaveValue(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", infrav1.Metal3DataTemplateAllocationPendingReason),
+			HaveField("Message", ContainSubstring("1 Metal3DataClaims wait for their paused Cluster: claim-0")))))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	// The pass that served claim-b went over claim-0 too.
+	g.Expect(dataOfClaim(g, "claim-0")).To(BeEmpty(), "no index is allocated to a claim of a paused cluster")
+	held := &infrav1.Metal3DataClaim{}
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "claim-0"}, held)).To(Succeed())
+	g.Expect(held.Finalizers).To(BeEmpty(), "nothing is written on a claim of a paused cluster")
+	g.Expect(held.Status).To(BeZero())
 
 	update(t, mgmt.Client, cluster, func() { cluster.Spec.Paused = nil })
 	g.Eventually(func(g Gomega) {
@@ -130,7 +147,7 @@ func TestDataKindsHonourPause(t *testing.T) {
 			HaveField("Status", metav1.ConditionTrue),
 			HaveField("Message", ContainSubstring("Metal3DataTemplate has the cluster.x-k8s.io/paused annotation")))))
 	}).WithTimeout(20*time.Second).Should(Succeed(), "the annotation pauses the template")
-	claim("claim-1")
+	claim("claim-1", "cluster-a")
 	// The claim's creation reaches the paused template, which must ignore
 	// it: a later unpause is what allocates its index.
 	g.Consistently(func(g Gomega) {

@@ -26,9 +26,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -195,38 +196,120 @@ func TestDataTemplateIndexesStableAcrossRestartsAndRevisions(t *testing.T) {
 	g.Consistently(dataOf).WithTimeout(2*time.Second).Should(Equal(want), "indexes stay put")
 }
 
-// TestDataTemplateOwnedByItsCluster: a template is owned by the Cluster it
-// names, also when the Cluster comes after it, so clusterctl move carries it
-// with the cluster and deleting the cluster deletes it.
-func TestDataTemplateOwnedByItsCluster(t *testing.T) {
+// TestDataTemplateSharedByClusters: one template without clusterName
+// serves the machines of two clusters, as a ClusterClass's would (upstream
+// CAPM3 v1.14): each machine gets its Metal3Data, labelled with its own
+// cluster, from one index space; the template is owned by no Cluster.
+// Deleting one cluster (its machines first, as Cluster API does) leaves the
+// template and the other cluster's data as they were, and the index it
+// freed goes to the other cluster's next machine. A deleted template waits
+// until no claim names it and no data rendered from it remains.
+func TestDataTemplateSharedByClusters(t *testing.T) {
 	g := NewWithT(t)
-	nsTenantA := testNamespace(t, "tenant-a")
 	ctx := context.Background()
+	ns := testNamespace(t, "tenant-shared")
 	scheme := testScheme(t)
-	mgmt := managementCluster(t, scheme, noHosts)
+	mgmt := managementCluster(t, scheme, withHosts)
+	mgmt.GrantInNamespace(t, ns, "nobody")
+	// Hosts reported available, no Bare Metal Operator: a deprovisioned
+	// host is released at once. (The operator's test provisioner keeps one
+	// image for all its hosts, so one host of several never finishes
+	// deprovisioning while the others are provisioned.)
+	availableHosts(t, mgmt.Client, ns, "host", 3)
 	startControllers(t, mgmt, scheme)
-	mgmt.GrantInNamespace(t, nsTenantA, "nobody")
 
 	template := &infrav1.Metal3DataTemplate{
-		ObjectMeta: metav1ObjectMeta(nsTenantA, "nodes"),
-		Spec:       infrav1.Metal3DataTemplateSpec{ClusterName: "cluster-a"},
+		ObjectMeta: metav1ObjectMeta(ns, "nodes"),
+		Spec: infrav1.Metal3DataTemplateSpec{MetaData: &infrav1.MetaData{
+			ObjectNames: []infrav1.MetaDataObjectName{{Key: "name", Object: infrav1.DataSourceObjectMachine}},
+		}},
 	}
 	g.Expect(mgmt.Client.Create(ctx, template)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(template), template)).To(Succeed())
-		g.Expect(template.Finalizers).To(ContainElement(infrav1.DataTemplateFinalizer))
-	}).WithTimeout(20*time.Second).Should(Succeed(), "the template is served before its Cluster exists")
-	g.Expect(template.OwnerReferences).To(BeEmpty())
+	clusterA := workloadCluster{namespace: ns, name: "cluster-a"}
+	clusterB := workloadCluster{namespace: ns, name: "cluster-b"}
+	clusterA.create(t, mgmt.Client)
+	clusterB.create(t, mgmt.Client)
+	useTemplate := func(m *infrav1.Metal3Machine) { m.Spec.DataTemplate = &infrav1.Metal3ObjectRef{Name: "nodes"} }
+	a0 := clusterA.machine(t, mgmt.Client, "a-0", useTemplate)
+	b0 := clusterB.machine(t, mgmt.Client, "b-0", useTemplate)
 
-	wc := workloadCluster{namespace: nsTenantA, name: "cluster-a"}
-	wc.create(t, mgmt.Client)
-	cluster := &clusterv1.Cluster{}
-	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: nsTenantA, Name: "cluster-a"}, cluster)).To(Succeed())
+	// rendered is a claim's live Metal3Data.
+	type rendered struct {
+		Name, Cluster string
+		Index         int32
+		UID           types.UID
+	}
+	dataByClaim := func(g Gomega) map[string]rendered {
+		datas := &infrav1.Metal3DataList{}
+		g.Expect(mgmt.Client.List(ctx, datas, client.InNamespace(ns))).To(Succeed())
+		out := map[string]rendered{}
+		for _, d := range datas.Items {
+			if d.DeletionTimestamp.IsZero() {
+				out[d.Spec.Claim.Name] = rendered{
+					Name: d.Name, Cluster: d.Labels[clusterv1.ClusterNameLabel], Index: ptr.Deref(d.Spec.Index, -1), UID: d.UID,
+				}
+			}
+		}
+		return out
+	}
+	machineRecords := func(g Gomega, m3m *infrav1.Metal3Machine, data string) {
+		got := &infrav1.Metal3Machine{}
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3m), got)).To(Succeed())
+		g.Expect(got.Status.RenderedData).To(HaveValue(HaveField("Name", data)), "machine %s records its data", m3m.Name)
+	}
+
+	var before map[string]rendered
+	g.Eventually(func(g Gomega) {
+		before = dataByClaim(g)
+		g.Expect(before).To(HaveLen(2))
+		g.Expect(before).To(HaveKeyWithValue("a-0", HaveField("Cluster", "cluster-a")))
+		g.Expect(before).To(HaveKeyWithValue("b-0", HaveField("Cluster", "cluster-b")))
+		g.Expect([]int32{before["a-0"].Index, before["b-0"].Index}).To(ConsistOf(int32(0), int32(1)), "one index space for both clusters")
+		machineRecords(g, a0, before["a-0"].Name)
+		machineRecords(g, b0, before["b-0"].Name)
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "each cluster's machine gets its data from the shared template")
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(template), template)).To(Succeed())
+	g.Expect(template.OwnerReferences).To(BeEmpty(), "no Cluster owns a shared template (garbage collection would delete it with that cluster)")
+	g.Expect(template.Labels).NotTo(HaveKey(clusterv1.ClusterNameLabel))
+	g.Expect(template.Status.Indexes).To(HaveLen(2))
+
+	// Cluster A goes, as Cluster API deletes a cluster: its machines
+	// first (this API server has no garbage collector to do the rest).
+	deleteAndWait := func(objs ...client.Object) {
+		t.Helper()
+		for _, obj := range objs {
+			g.Expect(client.IgnoreNotFound(mgmt.Client.Delete(ctx, obj))).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s is deleted; last seen: %+v", obj, obj.GetName(), obj)
+			}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		}
+	}
+	deleteAndWait(a0, &clusterv1.Machine{ObjectMeta: metav1ObjectMeta(ns, "a-0")},
+		&infrav1.Metal3Cluster{ObjectMeta: metav1ObjectMeta(ns, "cluster-a")}, &clusterv1.Cluster{ObjectMeta: metav1ObjectMeta(ns, "cluster-a")})
+	g.Eventually(dataByClaim).WithTimeout(time.Minute).Should(Equal(map[string]rendered{"b-0": before["b-0"]}),
+		"cluster A's data is gone, cluster B's is untouched")
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(template), template)).To(Succeed())
+	g.Expect(template.DeletionTimestamp.IsZero()).To(BeTrue(), "the template outlives the cluster")
+
+	b1 := clusterB.machine(t, mgmt.Client, "b-1", useTemplate)
+	g.Eventually(func(g Gomega) {
+		got := dataByClaim(g)
+		g.Expect(got).To(HaveKeyWithValue("b-1", And(HaveField("Cluster", "cluster-b"), HaveField("Index", before["a-0"].Index))))
+		machineRecords(g, b1, got["b-1"].Name)
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the index cluster A freed goes to cluster B's next machine")
+
+	g.Expect(mgmt.Client.Delete(ctx, template)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(template), template)).To(Succeed())
-		g.Expect(template.Labels).To(HaveKeyWithValue(clusterv1.ClusterNameLabel, "cluster-a"))
-		g.Expect(template.OwnerReferences).To(ConsistOf(metav1.OwnerReference{
-			APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "cluster-a", UID: cluster.UID,
-		}))
-	}).WithTimeout(20*time.Second).Should(Succeed(), "the Cluster's creation makes it the template's owner")
+		g.Expect(conditions.Get(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition)).To(HaveValue(And(
+			HaveField("Reason", infrav1.DeletingReason),
+			HaveField("Message", ContainSubstring("Waiting for 2 Metal3DataClaims naming this template and 2 Metal3Data")))))
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the deleting template says what it waits for")
+	g.Consistently(func(g Gomega) {
+		g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(template), &infrav1.Metal3DataTemplate{})).To(Succeed())
+		g.Expect(dataByClaim(g)).To(HaveLen(2))
+	}).WithTimeout(3*time.Second).Should(Succeed(), "a template with data is not deleted, nor is its data")
+	deleteAndWait(b0, b1, &infrav1.Metal3DataTemplate{ObjectMeta: metav1ObjectMeta(ns, "nodes")})
+	g.Expect(dataByClaim(g)).To(BeEmpty())
 }

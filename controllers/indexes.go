@@ -31,8 +31,6 @@ const (
 	// dataClaimIndex indexes Metal3Data by their claim's name, which is
 	// their Metal3Machine's.
 	dataClaimIndex = "spec.claim.name"
-	// templateClusterIndex indexes Metal3DataTemplates by spec.clusterName.
-	templateClusterIndex = "spec.clusterName"
 	// clusterIdentitySecretIndex indexes Metal3ClusterIdentities by the
 	// namespace/name of their Secret, the provider's namespace standing in
 	// for an empty one.
@@ -49,9 +47,6 @@ func indexes(ctx context.Context, indexer client.FieldIndexer, providerNamespace
 	}{
 		{&infrav1.Metal3Data{}, dataClaimIndex, func(o client.Object) []string {
 			return []string{o.(*infrav1.Metal3Data).Spec.Claim.Name}
-		}},
-		{&infrav1.Metal3DataTemplate{}, templateClusterIndex, func(o client.Object) []string {
-			return []string{o.(*infrav1.Metal3DataTemplate).Spec.ClusterName}
 		}},
 		{&infrav1.Metal3ClusterIdentity{}, clusterIdentitySecretIndex, func(o client.Object) []string {
 			return []string{clusterIdentitySecret(o.(*infrav1.Metal3ClusterIdentity), providerNamespace).String()}

@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"regexp"
 	"testing"
@@ -39,21 +40,29 @@ import (
 )
 
 // createIPPool creates pool in namespace, handing out addresses from first
-// to last, prefix 24, with gateway.
-func createIPPool(t *testing.T, c client.Client, namespace string, pool ipPool, first, last, gateway string) {
+// to last, prefix 24, with gateway and, for a Metal3 pool, the pool-wide DNS
+// servers dns (an in-cluster pool has none to give).
+func createIPPool(t *testing.T, c client.Client, namespace string, pool ipPool, first, last, gateway string, dns ...string) {
 	t.Helper()
 	var obj client.Object
 	switch pool.apiGroup {
 	case metal3Pool.apiGroup:
 		start, end, gw := ipamv1.IPAddressStr(first), ipamv1.IPAddressStr(last), ipamv1.IPAddressStr(gateway)
+		servers := make([]ipamv1.IPAddressStr, 0, len(dns))
+		for _, d := range dns {
+			servers = append(servers, ipamv1.IPAddressStr(d))
+		}
 		obj = &ipamv1.IPPool{
 			ObjectMeta: metav1ObjectMeta(namespace, pool.name),
 			Spec: ipamv1.IPPoolSpec{
-				NamePrefix: pool.name, Prefix: 24, Gateway: &gw,
+				NamePrefix: pool.name, Prefix: 24, Gateway: &gw, DNSServers: servers,
 				Pools: []ipamv1.Pool{{Start: &start, End: &end}},
 			},
 		}
 	default:
+		if len(dns) > 0 {
+			t.Fatalf("pool %s: CAPI's IPAM contract has no DNS servers", pool.name)
+		}
 		obj = inClusterIPPool(namespace, pool.name, first+"-"+last, 24, gateway)
 	}
 	if err := c.Create(context.Background(), obj); err != nil {
@@ -66,9 +75,12 @@ func createIPPool(t *testing.T, c client.Client, namespace string, pool ipPool, 
 // namespace through their own identities. Each machine claims its data;
 // its metadata and network data are rendered, with addresses from the real
 // IP address managers, into Secrets next to its host, which points at them;
-// the Metal3 objects stay in the tenants' namespaces. Deleting a machine
-// removes its Secrets and releases its addresses, and leaves the other
-// tenant's alone.
+// the Metal3 objects stay in the tenants' namespaces. The network data of
+// the machine on a Metal3 IPPool carries the pool's DNS servers where its
+// template asks for them, as upstream renders them; the one on the CAPI pool
+// lists none (dnsFromIPPool can name only a Metal3 pool).
+// Deleting a machine removes its Secrets and releases its addresses, and
+// leaves the other tenant's alone.
 func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 	g := NewWithT(t)
 	nsTenantA, nsTenantB, nsPoolA := testNamespace(t, "tenant-a"), testNamespace(t, "tenant-b"), testNamespace(t, "pool-a")
@@ -82,9 +94,14 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 		namespace   string
 		pool        ipPool
 		first, last string
+		// dns are the pool's DNS servers; services the DNS services its
+		// network data must list, on the host and on its default route.
+		dns      []string
+		services []any
 	}{
-		{nsTenantA, metal3Pool, "192.168.111.100", "192.168.111.110"},
-		{nsTenantB, capiPool, "192.168.111.200", "192.168.111.210"},
+		{nsTenantA, metal3Pool, "192.168.111.100", "192.168.111.110", []string{"192.168.111.2", "192.168.111.3"},
+			[]any{dnsService("8.8.8.8"), dnsService("192.168.111.2"), dnsService("192.168.111.3")}},
+		{nsTenantB, capiPool, "192.168.111.200", "192.168.111.210", nil, nil},
 	}
 	for _, tenant := range tenants {
 		mgmt.GrantInNamespace(t, tenant.namespace, "nobody")
@@ -99,8 +116,12 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 		g.Expect(mgmt.Client.Create(ctx, testenv.IdentitySecret(tenant.namespace, "pool-a-kubeconfig", pool.UserKubeconfig(t, tenant.namespace, nsPoolA, nsPoolA)))).To(Succeed())
 		cluster := workloadCluster{namespace: tenant.namespace, name: "cluster-a", identityRef: &infrav1.IdentityRef{Name: "pool-a-kubeconfig"}}
 		cluster.create(t, mgmt.Client)
-		createIPPool(t, mgmt.Client, tenant.namespace, tenant.pool, tenant.first, tenant.last, "192.168.111.1")
-		g.Expect(mgmt.Client.Create(ctx, dataTemplate(tenant.namespace, "workers", "eth1", tenant.pool))).To(Succeed())
+		createIPPool(t, mgmt.Client, tenant.namespace, tenant.pool, tenant.first, tenant.last, "192.168.111.1", tenant.dns...)
+		template := dataTemplate(tenant.namespace, "workers", "eth1", tenant.pool)
+		if tenant.pool == metal3Pool {
+			askPoolDNS(template, tenant.pool, "8.8.8.8")
+		}
+		g.Expect(mgmt.Client.Create(ctx, template)).To(Succeed())
 		machines[tenant.namespace] = cluster.machine(t, mgmt.Client, "worker-0", func(m3m *infrav1.Metal3Machine) {
 			m3m.Spec.DataTemplate = &infrav1.Metal3ObjectRef{Name: "workers"}
 		})
@@ -148,6 +169,11 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 		g.Expect(string(md.Data["metaData"])).To(ContainSubstring("machine: worker-0"))
 		g.Expect(addressIn(string(md.Data["metaData"]), tenant.first, tenant.last)).To(BeTrue(),
 			"%s's address comes from its own pool:\n%s", tenant.namespace, md.Data["metaData"])
+		nd := &corev1.Secret{}
+		g.Expect(pool.Client.Get(ctx, client.ObjectKey{Namespace: nsPoolA, Name: host.Spec.NetworkData.Name}, nd)).To(Succeed())
+		services, routeServices := renderedDNS(t, nd.Data["networkData"])
+		g.Expect(services).To(Equal(tenant.services), "%s: the host's DNS services:\n%s", tenant.namespace, nd.Data["networkData"])
+		g.Expect(routeServices).To(Equal(tenant.services), "%s: the default route's DNS services", tenant.namespace)
 		secrets := &corev1.SecretList{}
 		g.Expect(mgmt.Client.List(ctx, secrets, client.InNamespace(tenant.namespace), client.HasLabels{hostbinding.OwnerUIDLabel})).To(Succeed())
 		g.Expect(secrets.Items).To(BeEmpty(), "nothing is written next to the Metal3 objects")
@@ -196,6 +222,46 @@ func TestMachinesWithDataTemplatesSharePool(t *testing.T) {
 	claims := &capipamv1.IPAddressClaimList{}
 	g.Expect(mgmt.Client.List(ctx, claims, client.InNamespace(nsTenantB))).To(Succeed())
 	g.Expect(claims.Items).To(HaveLen(1), "the other tenant keeps its address")
+}
+
+// askPoolDNS has template's network data list a fixed DNS server, then the
+// DNS servers of the Metal3 pool, for the whole host (services) and on a
+// default route through the pool's gateway, as upstream's documentation
+// writes it. Only a Metal3 pool can be named: dnsFromIPPool takes a name.
+func askPoolDNS(template *infrav1.Metal3DataTemplate, pool ipPool, fixed string) {
+	nd := template.Spec.NetworkData
+	nd.Services = &infrav1.NetworkDataService{DNS: []infrav1.IPAddress{infrav1.IPAddress(fixed)}, DNSFromIPPool: pool.name}
+	nd.Networks.IPv4[0].Routes = []infrav1.NetworkDataRoutev4{{
+		Network:  "0.0.0.0",
+		Gateway:  infrav1.NetworkGatewayv4{FromPoolRef: infrav1.IPPoolReference{APIGroup: pool.apiGroup, Kind: pool.kind, Name: pool.name}},
+		Services: &infrav1.NetworkDataServicev4{DNS: []infrav1.IPv4Address{infrav1.IPv4Address(fixed)}, DNSFromIPPool: pool.name},
+	}}
+}
+
+// dnsService is a DNS service entry of network_data.json, as decoded.
+func dnsService(address string) any {
+	return map[string]any{"type": "dns", "address": address}
+}
+
+// renderedDNS decodes network data and returns its services and those of
+// the first route of its first network, nil where there are none.
+func renderedDNS(t *testing.T, networkData []byte) (services, routeServices []any) {
+	t.Helper()
+	var doc struct {
+		Services []any `json:"services"`
+		Networks []struct {
+			Routes []struct {
+				Services []any `json:"services"`
+			} `json:"routes"`
+		} `json:"networks"`
+	}
+	if err := json.Unmarshal(networkData, &doc); err != nil {
+		t.Fatalf("network data is not JSON: %v\n%s", err, networkData)
+	}
+	if len(doc.Networks) > 0 && len(doc.Networks[0].Routes) > 0 {
+		routeServices = doc.Networks[0].Routes[0].Services
+	}
+	return doc.Services, routeServices
 }
 
 // ipv4 matches dotted-quad addresses in rendered metadata.

@@ -19,6 +19,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +35,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/datatemplate"
@@ -78,23 +79,27 @@ func (r *Metal3DataTemplateReconciler) SetupWithManager(ctx context.Context, mgr
 			}
 			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: data.Namespace, Name: data.Spec.Template.Name}}}
 		})).
-		// A Cluster created after its templates becomes their owner; its
-		// pause and unpause pause and unpause them.
+		// A Cluster's pause holds its claims (see datatemplate.Allocation);
+		// its unpause lets the templates they use serve them.
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToTemplates),
-			builder.WithPredicates(predicate.Or(clusterCreated, predicates.ClusterPausedTransitions(mgr.GetScheme(), log)))).
+			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log))).
 		Complete(r)
 }
 
-// clusterToTemplates maps a Cluster to the Metal3DataTemplates naming it.
+// clusterToTemplates maps a Cluster to the Metal3DataTemplates its machines
+// claim data from: the templates of the claims labelled with its name.
 func (r *Metal3DataTemplateReconciler) clusterToTemplates(ctx context.Context, obj client.Object) []ctrl.Request {
-	templates := &infrav1.Metal3DataTemplateList{}
-	if err := r.Client.List(ctx, templates, client.InNamespace(obj.GetNamespace()),
-		client.MatchingFields{templateClusterIndex: obj.GetName()}); err != nil {
+	claims := &infrav1.Metal3DataClaimList{}
+	if err := r.Client.List(ctx, claims, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: obj.GetName()}); err != nil {
 		return nil
 	}
-	requests := make([]ctrl.Request, 0, len(templates.Items))
-	for _, template := range templates.Items {
-		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&template)})
+	var requests []ctrl.Request
+	for _, claim := range claims.Items {
+		request := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: claim.Namespace, Name: claim.Spec.Template.Name}}
+		if claim.Spec.Template.Name != "" && !slices.Contains(requests, request) {
+			requests = append(requests, request)
+		}
 	}
 	return requests
 }
@@ -105,11 +110,9 @@ func (r *Metal3DataTemplateReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if err := r.Client.Get(ctx, req.NamespacedName, template); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	cluster, err := clusterNamed(ctx, r.Client, template.Namespace, template.Spec.ClusterName)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, template); err != nil || isPaused || requeue {
+	// The template belongs to no Cluster (spec.clusterName is deprecated
+	// and not read): only its own annotation pauses it.
+	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, nil, template); err != nil || isPaused || requeue {
 		return ctrl.Result{}, err
 	}
 	if added, err := persistFinalizer(ctx, r.Client, template, infrav1.DataTemplateFinalizer, false); err != nil || added {
@@ -138,44 +141,57 @@ func (r *Metal3DataTemplateReconciler) Reconcile(ctx context.Context, req ctrl.R
 	}()
 
 	manager := &datatemplate.DataTemplateManager{Client: r.Client, Reader: r.APIReader, Template: template}
-	if !template.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, manager)
-	}
-	return r.reconcileNormal(ctx, manager, cluster)
-}
-
-func (r *Metal3DataTemplateReconciler) reconcileNormal(ctx context.Context, manager *datatemplate.DataTemplateManager, cluster *clusterv1.Cluster) (ctrl.Result, error) {
-	template := manager.Template
-	if !manager.SetClusterOwner(cluster) {
-		// The Cluster's creation wakes the template (see SetupWithManager).
-		ctrl.LoggerFrom(ctx).Info("Cluster of the template not found yet; it will own the template once it exists",
-			"cluster", template.Spec.ClusterName)
-	}
-	releasing, err := manager.AllocateIndexes(ctx)
+	// A deleting template still serves and releases its claims, as
+	// upstream's does: machines of another cluster may still use it.
+	allocation, err := manager.AllocateIndexes(ctx)
 	if err != nil {
 		setCondition(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition, metav1.ConditionFalse,
 			infrav1.Metal3DataTemplateAllocationFailedReason, err.Error())
 		return ctrl.Result{}, err
 	}
-	setCondition(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition, metav1.ConditionTrue,
-		infrav1.Metal3DataTemplateIndexesAllocatedReason, fmt.Sprintf("%d indexes allocated", len(template.Status.Indexes)))
-	if releasing > 0 {
-		return ctrl.Result{RequeueAfter: dataGoneRequeue}, nil
+	if !template.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, template, allocation), nil
 	}
-	return ctrl.Result{}, nil
+	return r.reconcileNormal(ctx, template, allocation), nil
 }
 
-func (r *Metal3DataTemplateReconciler) reconcileDelete(ctx context.Context, manager *datatemplate.DataTemplateManager) (ctrl.Result, error) {
-	template := manager.Template
-	remaining, err := manager.DataRemaining(ctx)
-	if err != nil {
-		return ctrl.Result{}, err
+func (r *Metal3DataTemplateReconciler) reconcileNormal(ctx context.Context, template *infrav1.Metal3DataTemplate, allocation datatemplate.Allocation) ctrl.Result {
+	if len(allocation.Held) > 0 {
+		// The Cluster's unpause wakes the template (see SetupWithManager).
+		ctrl.LoggerFrom(ctx).Info("Claims wait for their Cluster to be unpaused for an index", "claims", allocation.Held)
+		setCondition(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition, metav1.ConditionFalse,
+			infrav1.Metal3DataTemplateAllocationPendingReason,
+			fmt.Sprintf("%d indexes allocated; %d Metal3DataClaims wait for their paused Cluster: %s",
+				len(template.Status.Indexes), len(allocation.Held), someNames(allocation.Held)))
+	} else {
+		setCondition(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition, metav1.ConditionTrue,
+			infrav1.Metal3DataTemplateIndexesAllocatedReason, fmt.Sprintf("%d indexes allocated", len(template.Status.Indexes)))
 	}
-	if remaining > 0 {
+	if allocation.Releasing > 0 {
+		return ctrl.Result{RequeueAfter: dataGoneRequeue}
+	}
+	return ctrl.Result{}
+}
+
+// reconcileDelete lets the template go once no claim names it and no
+// Metal3Data rendered from it remains, whichever clusters they are of.
+func (r *Metal3DataTemplateReconciler) reconcileDelete(ctx context.Context, template *infrav1.Metal3DataTemplate, allocation datatemplate.Allocation) ctrl.Result {
+	if allocation.Claims > 0 || allocation.Data > 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Deleting template waits for its claims and data", "claims", allocation.Claims, "data", allocation.Data)
 		setCondition(template, infrav1.Metal3DataTemplateIndexesAllocatedCondition, metav1.ConditionFalse, infrav1.DeletingReason,
-			fmt.Sprintf("Waiting for %d Metal3Data rendered from this template to be deleted", remaining))
-		return ctrl.Result{RequeueAfter: dataGoneRequeue}, nil
+			fmt.Sprintf("Waiting for %d Metal3DataClaims naming this template and %d Metal3Data rendered from it to be deleted",
+				allocation.Claims, allocation.Data))
+		return ctrl.Result{RequeueAfter: dataGoneRequeue}
 	}
 	controllerutil.RemoveFinalizer(template, infrav1.DataTemplateFinalizer)
-	return ctrl.Result{}, nil
+	return ctrl.Result{}
+}
+
+// someNames lists the first few of names, for a condition message.
+func someNames(names []string) string {
+	const most = 5
+	if len(names) <= most {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:most], ", ") + fmt.Sprintf(" and %d more", len(names)-most)
 }

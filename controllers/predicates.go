@@ -18,25 +18,13 @@ package controllers
 
 import (
 	"github.com/go-logr/logr"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
-
-// clusterCreated passes the creation of a Cluster only, for objects that
-// name their Cluster before it exists.
-var clusterCreated = predicate.Funcs{
-	CreateFunc:  func(e event.CreateEvent) bool { _, ok := e.Object.(*clusterv1.Cluster); return ok },
-	UpdateFunc:  func(event.UpdateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
 
 // controllerFor starts the builder of a controller of obj's kind, as every
 // controller of this package starts: the manager's options, and only the

@@ -48,7 +48,9 @@ const (
 // Metal3DataTemplateSpec describes the metadata and network data to render
 // for every machine that uses the template.
 type Metal3DataTemplateSpec struct {
-	// clusterName is the name of the CAPI Cluster the template belongs to.
+	// clusterName is the name of the CAPI Cluster the template was written
+	// for. Required in this version, as upstream keeps it; deprecated and
+	// unused (see v1beta2): a template may serve several clusters.
 	// +kubebuilder:validation:MinLength=1
 	ClusterName string `json:"clusterName"`
 
@@ -97,8 +99,9 @@ type Metal3DataTemplateStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io/move="
 // +kubebuilder:resource:path=metal3datatemplates,scope=Namespaced,categories=cluster-api,shortName=m3dt;m3datatemplate;m3datatemplates;metal3dt;metal3datatemplate
-// +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".spec.clusterName",description="Cluster the template belongs to"
+// +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".spec.clusterName",description="Cluster the template names (deprecated spec.clusterName; a template may serve several clusters)"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description="Whether every claim has its data"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description="Time since creation"
 

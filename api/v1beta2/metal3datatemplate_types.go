@@ -48,9 +48,15 @@ const (
 // Metal3DataTemplateSpec describes the metadata and network data to render
 // for every machine that uses the template.
 type Metal3DataTemplateSpec struct {
-	// clusterName is the name of the CAPI Cluster the template belongs to.
-	// +required
-	// +kubebuilder:validation:MinLength=1
+	// clusterName is the name of the CAPI Cluster the template was written
+	// for.
+	//
+	// Deprecated: a template is not bound to a Cluster: several clusters
+	// (e.g. of one ClusterClass) may use it, each machine's data belongs to
+	// the machine's Cluster, and the template is neither owned by nor
+	// deleted with a Cluster. The field is kept for compatibility (v1beta1
+	// still requires it) and is no longer used; setting it draws a warning.
+	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	ClusterName string `json:"clusterName,omitempty"`
 
@@ -118,8 +124,9 @@ type Metal3DataTemplateStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io/move="
 // +kubebuilder:resource:path=metal3datatemplates,scope=Namespaced,categories=cluster-api,shortName=m3dt;m3datatemplate;m3datatemplates;metal3dt;metal3datatemplate
-// +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".spec.clusterName",description="Cluster the template belongs to"
+// +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".spec.clusterName",description="Cluster the template names (deprecated spec.clusterName; a template may serve several clusters)"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description="Whether every claim has its data"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description="Time since creation"
 

@@ -27,7 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -38,8 +38,9 @@ import (
 
 // DataTemplateManager allocates the indexes of one Metal3DataTemplate: each
 // claim gets a Metal3Data "<template>-<index>" with the lowest free index.
-// All claims of a template are handled in one reconcile of the template, so
-// no two claims can be given the same index, however many arrive at once.
+// All claims of a template, whichever clusters their machines belong to,
+// are handled in one reconcile of the template, so no two claims can be
+// given the same index, however many arrive at once.
 type DataTemplateManager struct {
 	Client client.Client
 	// Reader lists Metal3Data from the API server, not the cache: a
@@ -73,41 +74,75 @@ func dataIndex(data *infrav1.Metal3Data) int32 {
 	return ptr.Deref(data.Spec.Index, 0)
 }
 
-// SetClusterOwner makes cluster, the template's Cluster (spec.clusterName)
-// as the reconcile read it, one of its owners and labels it with the
-// cluster's name, as CAPI does for every object of a cluster: clusterctl
-// move then carries the template with its cluster (it moves only what
-// hangs from a Cluster), and deleting the cluster deletes the template.
-// found is false while the Cluster does not exist (nil); the template is
-// still served meanwhile.
-func (m *DataTemplateManager) SetClusterOwner(cluster *clusterv1.Cluster) (found bool) {
-	if cluster == nil {
-		return false
+// A template is not bound to a Cluster (spec.clusterName is deprecated and
+// unused, as upstream CAPM3 v1.14 has it): the machines of several clusters
+// may claim data from it, in one index space, and each Metal3Data belongs to
+// its claim's cluster (the claim's cluster-name label, from its machine's
+// Cluster, which the data carries on). So the template is never owned by a
+// Cluster nor deleted with one; clusterctl move takes it by its CRD's
+// clusterctl.cluster.x-k8s.io/move label. A Cluster's pause therefore holds
+// the claims of that cluster, not the template: while it is paused (e.g.
+// during clusterctl move, which pauses it in the source and creates it
+// paused in the target) nothing of its claims is written and no index is
+// given them, so the move never meets a Metal3Data it did not copy.
+
+// Allocation is what a pass over the template's claims found.
+type Allocation struct {
+	// Claims counts the claims naming the template, live or deleting.
+	Claims int
+	// Releasing counts deleting claims whose Metal3Data is still going.
+	Releasing int
+	// Held names the claims waiting for their paused Cluster for an index.
+	Held []string
+	// Data counts the Metal3Data rendered from the template.
+	Data int
+}
+
+// pauses tells, once per pass, whether a claim's cluster is paused.
+type pauses struct {
+	client   client.Reader
+	clusters map[string]bool
+}
+
+// paused reports whether obj (a claim, or a Metal3Data which carries its
+// claim's labels) is paused: by its own annotation or by its Cluster. An
+// object naming no Cluster, or one that does not exist, is not.
+func (p *pauses) paused(ctx context.Context, obj client.Object) (bool, error) {
+	if annotations.HasPaused(obj) {
+		return true, nil
 	}
-	labels := m.Template.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
+	name := obj.GetLabels()[clusterv1.ClusterNameLabel]
+	if name == "" {
+		return false, nil
 	}
-	labels[clusterv1.ClusterNameLabel] = cluster.Name
-	m.Template.SetLabels(labels)
-	m.Template.OwnerReferences = util.EnsureOwnerRef(m.Template.OwnerReferences, metav1.OwnerReference{
-		APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID,
-	})
-	return true
+	if paused, ok := p.clusters[name]; ok {
+		return paused, nil
+	}
+	cluster := &clusterv1.Cluster{}
+	paused := false
+	switch err := p.client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, cluster); {
+	case err == nil:
+		paused = ptr.Deref(cluster.Spec.Paused, false)
+	case !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("get Cluster %s/%s: %w", obj.GetNamespace(), name, err)
+	}
+	p.clusters[name] = paused
+	return paused, nil
 }
 
 // AllocateIndexes gives every claim of the template its Metal3Data,
 // releases the data of deleted claims, and records the indexes in status.
-// It returns how many claims still wait for their data to go.
-func (m *DataTemplateManager) AllocateIndexes(ctx context.Context) (int, error) {
+// Claims of a paused Cluster are left as they are (see above).
+func (m *DataTemplateManager) AllocateIndexes(ctx context.Context) (Allocation, error) {
+	var out Allocation
 	ns := m.Template.Namespace
 	claims := &infrav1.Metal3DataClaimList{}
 	if err := m.Client.List(ctx, claims, client.InNamespace(ns)); err != nil {
-		return 0, fmt.Errorf("list Metal3DataClaims: %w", err)
+		return out, fmt.Errorf("list Metal3DataClaims: %w", err)
 	}
 	datas := &infrav1.Metal3DataList{}
 	if err := m.Reader.List(ctx, datas, client.InNamespace(ns)); err != nil {
-		return 0, fmt.Errorf("list Metal3Data: %w", err)
+		return out, fmt.Errorf("list Metal3Data: %w", err)
 	}
 
 	// Oldest claims first, so indexes follow the order machines came in,
@@ -126,30 +161,51 @@ func (m *DataTemplateManager) AllocateIndexes(ctx context.Context) (int, error) 
 			used[dataIndex(data)] = true
 			byClaim[refName(data.Spec.Claim)] = data
 		}
+		if refName(data.Spec.Template) == m.Template.Name {
+			out.Data++
+		}
 	}
+	held := &pauses{client: m.Client, clusters: map[string]bool{}}
 	live := map[string]bool{}
 	var indexes []infrav1.IndexEntry
-	releasing := 0
 	var nextFree int32
 	for i := range claims.Items {
 		claim := &claims.Items[i]
 		if refName(claim.Spec.Template) != m.Template.Name {
 			continue
 		}
+		out.Claims++
 		data := byClaim[claim.Name]
+		paused, err := held.paused(ctx, claim)
+		if err != nil {
+			return out, err
+		}
+		if paused {
+			// Its data, if any, keeps its index and is not an orphan;
+			// a deleting claim is released once its cluster resumes.
+			live[claim.Name] = true
+			switch {
+			case !claim.DeletionTimestamp.IsZero():
+			case data == nil:
+				out.Held = append(out.Held, claim.Name)
+			default:
+				indexes = append(indexes, infrav1.IndexEntry{Name: claim.Name, Index: ptr.To(dataIndex(data))})
+			}
+			continue
+		}
 		if !claim.DeletionTimestamp.IsZero() {
 			released, err := m.release(ctx, claim, data)
 			if err != nil {
-				return 0, err
+				return out, err
 			}
 			if !released {
-				releasing++
+				out.Releasing++
 			}
 			continue
 		}
 		live[claim.Name] = true
 		if err := m.ensureClaimFinalizer(ctx, claim); err != nil {
-			return 0, err
+			return out, err
 		}
 		if data == nil {
 			for used[nextFree] {
@@ -157,23 +213,33 @@ func (m *DataTemplateManager) AllocateIndexes(ctx context.Context) (int, error) 
 			}
 			created, err := m.createData(ctx, claim, nextFree)
 			if err != nil {
-				return 0, err
+				return out, err
 			}
 			used[nextFree] = true
 			data = created
+			out.Data++
 		}
 		indexes = append(indexes, infrav1.IndexEntry{Name: claim.Name, Index: ptr.To(dataIndex(data))})
 		if err := m.reportToClaim(ctx, claim, data); err != nil {
-			return 0, err
+			return out, err
 		}
 	}
 	// Data whose claim vanished without its finalizer (e.g. force-removed)
-	// must not keep its index forever.
+	// must not keep its index forever; data of a paused cluster is left
+	// alone like its claim.
 	for name, data := range byClaim {
-		if !live[name] && refName(data.Spec.Template) == m.Template.Name && data.DeletionTimestamp.IsZero() {
-			if err := m.Client.Delete(ctx, data); client.IgnoreNotFound(err) != nil {
-				return 0, fmt.Errorf("delete orphaned Metal3Data %s: %w", data.Name, err)
-			}
+		if live[name] || refName(data.Spec.Template) != m.Template.Name || !data.DeletionTimestamp.IsZero() {
+			continue
+		}
+		paused, err := held.paused(ctx, data)
+		if err != nil {
+			return out, err
+		}
+		if paused {
+			continue
+		}
+		if err := m.Client.Delete(ctx, data); client.IgnoreNotFound(err) != nil {
+			return out, fmt.Errorf("delete orphaned Metal3Data %s: %w", data.Name, err)
 		}
 	}
 	// By claim name, the order the map of v1beta1 was written in.
@@ -181,7 +247,7 @@ func (m *DataTemplateManager) AllocateIndexes(ctx context.Context) (int, error) 
 	m.Template.Status.Indexes = indexes
 	now := metav1.Now()
 	m.Template.Status.LastUpdated = &now
-	return releasing, nil
+	return out, nil
 }
 
 func (m *DataTemplateManager) createData(ctx context.Context, claim *infrav1.Metal3DataClaim, index int32) (*infrav1.Metal3Data, error) {
@@ -300,20 +366,4 @@ func setClaimConditions(claim *infrav1.Metal3DataClaim, data *infrav1.Metal3Data
 		Conditions: []string{infrav1.Metal3DataClaimDataReadyCondition},
 		Deleting:   !claim.DeletionTimestamp.IsZero(),
 	})
-}
-
-// DataRemaining counts the Metal3Data rendered from the template: while any
-// exist the template cannot go.
-func (m *DataTemplateManager) DataRemaining(ctx context.Context) (int, error) {
-	datas := &infrav1.Metal3DataList{}
-	if err := m.Client.List(ctx, datas, client.InNamespace(m.Template.Namespace)); err != nil {
-		return 0, fmt.Errorf("list Metal3Data: %w", err)
-	}
-	n := 0
-	for _, data := range datas.Items {
-		if refName(data.Spec.Template) == m.Template.Name {
-			n++
-		}
-	}
-	return n, nil
 }

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +51,13 @@ const tenantNamespace = "tenant-a"
 // are in the scheme, so envtest points the CRDs' conversion at that manager.
 func apiServerWithWebhooks(t *testing.T) client.Client {
 	t.Helper()
+	return apiServerWithWebhooksEnv(t).Client
+}
+
+// apiServerWithWebhooksEnv is apiServerWithWebhooks, returning the whole
+// environment (e.g. for a client of one's own).
+func apiServerWithWebhooksEnv(t *testing.T) *testenv.Env {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, infrav1beta1.AddToScheme, infrav1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -65,7 +74,7 @@ func apiServerWithWebhooks(t *testing.T) client.Client {
 	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNamespace}}); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
-	return env.Client
+	return env
 }
 
 func fromYAML(t *testing.T, doc string) *unstructured.Unstructured {
@@ -80,7 +89,8 @@ func fromYAML(t *testing.T, doc string) *unstructured.Unstructured {
 // TestAPIServerAdmission runs the whole admission chain of a real API server:
 // CRD schema validation, our defaulting and our validation.
 func TestAPIServerAdmission(t *testing.T) {
-	c := apiServerWithWebhooks(t)
+	env := apiServerWithWebhooksEnv(t)
+	c := env.Client
 	ctx := context.Background()
 
 	t.Run("installed CRDs carry the CAPI contract label", func(t *testing.T) {
@@ -380,6 +390,10 @@ spec:
 		g.Expect(err.Error()).To(ContainSubstring("spec.template.spec"))
 	})
 
+	t.Run("Metal3DataTemplate clusterName is deprecated in both versions", func(t *testing.T) {
+		testDataTemplateClusterName(t, env)
+	})
+
 	// The attack: a tenant points its machine's host record at a host that
 	// does not exist, or takes another consumer's ID, in its own object;
 	// clusterctl move's own JSON patch must still pass.
@@ -418,4 +432,95 @@ spec:
 		g.Expect(err).To(HaveOccurred(), "records do not come back on an object clusterctl move is deleting")
 		g.Expect(err.Error()).To(ContainSubstring(clusterctlv1.DeleteForMoveAnnotation))
 	})
+}
+
+// warningRecorder keeps the warnings the API server sends a client.
+type warningRecorder struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (r *warningRecorder) HandleWarningHeaderWithContext(_ context.Context, _ int, _, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.warnings = append(r.warnings, message)
+}
+
+// take returns the warnings received since the last call.
+func (r *warningRecorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.warnings
+	r.warnings = nil
+	return out
+}
+
+// testDataTemplateClusterName: spec.clusterName of a Metal3DataTemplate, as
+// upstream CAPM3 v1.14 has it. In v1beta2 it is optional (a template
+// several clusters share names none); in v1beta1 the schema still requires
+// it. Setting it, in either version, draws the deprecation warning (v1beta1
+// requests reach the webhook converted); it may change or be cleared.
+func testDataTemplateClusterName(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	recorder := &warningRecorder{}
+	config := rest.CopyConfig(env.Config)
+	config.WarningHandlerWithContext = recorder
+	c, err := client.New(config, client.Options{Scheme: env.Client.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	const deprecated = "spec.clusterName is deprecated and will be removed in a future release. It is no longer used by the controllers."
+	template := func(version, name, clusterName string) *unstructured.Unstructured {
+		spec := ""
+		if clusterName != "" {
+			spec = "\n  clusterName: " + clusterName
+		}
+		return fromYAML(t, `
+apiVersion: infrastructure.cluster.x-k8s.io/`+version+`
+kind: Metal3DataTemplate
+metadata: {name: `+name+`, namespace: tenant-a}
+spec:`+spec+`
+  metaData:
+    objectNames: [{key: name, object: machine}]`)
+	}
+
+	for _, tc := range []struct {
+		version, name, clusterName string
+		warnings                   []string
+		rejected                   string
+	}{
+		{version: "v1beta2", name: "shared-v1beta2", clusterName: ""},
+		{version: "v1beta2", name: "named-v1beta2", clusterName: "cluster-a", warnings: []string{deprecated}},
+		{version: "v1beta1", name: "named-v1beta1", clusterName: "cluster-a", warnings: []string{deprecated}},
+		{version: "v1beta1", name: "shared-v1beta1", clusterName: "", rejected: "spec.clusterName: Required value"},
+	} {
+		obj := template(tc.version, tc.name, tc.clusterName)
+		err := c.Create(ctx, obj)
+		if tc.rejected != "" {
+			g.Expect(err).To(MatchError(ContainSubstring(tc.rejected)), "%s without clusterName, as upstream's v1beta1 schema", tc.version)
+			recorder.take()
+			continue
+		}
+		g.Expect(err).NotTo(HaveOccurred(), "%s %s", tc.version, tc.name)
+		g.Expect(recorder.take()).To(Equal(tc.warnings), "warnings creating %s %s", tc.version, tc.name)
+	}
+
+	// Clearing it in v1beta2 makes the template one any cluster may share.
+	named := &infrav1.Metal3DataTemplate{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenantNamespace, Name: "named-v1beta2"}, named)).To(Succeed())
+	named.Spec.ClusterName = "cluster-b"
+	g.Expect(c.Update(ctx, named)).To(Succeed(), "clusterName may change")
+	g.Expect(recorder.take()).To(Equal([]string{deprecated}))
+	named.Spec.ClusterName = ""
+	g.Expect(c.Update(ctx, named)).To(Succeed(), "clusterName may be cleared")
+	g.Expect(recorder.take()).To(BeEmpty())
+
+	// Read and updated in v1beta1, a template without clusterName shows an
+	// empty one, which the schema lets an update keep (ratcheting).
+	old := &infrav1beta1.Metal3DataTemplate{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: tenantNamespace, Name: "shared-v1beta2"}, old)).To(Succeed())
+	g.Expect(old.Spec.ClusterName).To(BeEmpty())
+	old.Labels = map[string]string{"team": "platform"}
+	g.Expect(c.Update(ctx, old)).To(Succeed(), "a v1beta1 client may update a template without clusterName")
+	g.Expect(recorder.take()).To(BeEmpty())
 }

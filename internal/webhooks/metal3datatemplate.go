@@ -41,28 +41,42 @@ func (w *Metal3DataTemplate) SetupWebhookWithManager(mgr ctrl.Manager) error {
 		Complete()
 }
 
+// clusterNameDeprecated is the warning for a template setting
+// spec.clusterName, the one upstream CAPM3 v1.14 gives. Requests in v1beta1,
+// whose schema still requires the field, reach this webhook converted and
+// draw it as well.
+const clusterNameDeprecated = "spec.clusterName is deprecated and will be removed in a future release. It is no longer used by the controllers."
+
+// clusterNameWarnings warns about spec.clusterName when it is set: the
+// template is bound to no Cluster whatever it says (see
+// datatemplate.Allocation).
+func clusterNameWarnings(t *infrav1.Metal3DataTemplate) admission.Warnings {
+	if t.Spec.ClusterName == "" {
+		return nil
+	}
+	return admission.Warnings{clusterNameDeprecated}
+}
+
 // ValidateCreate validates a new template so that rendering cannot fail on
 // something visible in the template alone.
 func (*Metal3DataTemplate) ValidateCreate(_ context.Context, t *infrav1.Metal3DataTemplate) (admission.Warnings, error) {
-	return nil, toAPIError(groupKind("Metal3DataTemplate"), t.Name, validateDataTemplateSpec(&t.Spec, field.NewPath("spec")))
+	return clusterNameWarnings(t), toAPIError(groupKind("Metal3DataTemplate"), t.Name, validateDataTemplateSpec(&t.Spec, field.NewPath("spec")))
 }
 
 // ValidateUpdate keeps what was rendered into existing Metal3Data true to the
-// template: clusterName, metaData and networkData are immutable. A new
-// revision is a new template whose templateReference takes the claims over.
+// template: metaData and networkData are immutable. A new revision is a new
+// template whose templateReference takes the claims over. clusterName, which
+// nothing reads, may change or be cleared, as upstream allows.
 func (*Metal3DataTemplate) ValidateUpdate(_ context.Context, oldTemplate, newTemplate *infrav1.Metal3DataTemplate) (admission.Warnings, error) {
 	path := field.NewPath("spec")
 	errs := validateDataTemplateSpec(&newTemplate.Spec, path)
-	if oldTemplate.Spec.ClusterName != newTemplate.Spec.ClusterName {
-		errs = append(errs, field.Forbidden(path.Child("clusterName"), "is immutable"))
-	}
 	if !equality.Semantic.DeepEqual(oldTemplate.Spec.MetaData, newTemplate.Spec.MetaData) {
 		errs = append(errs, field.Forbidden(path.Child("metaData"), "is immutable; create a new template with templateReference set to this one's"))
 	}
 	if !equality.Semantic.DeepEqual(oldTemplate.Spec.NetworkData, newTemplate.Spec.NetworkData) {
 		errs = append(errs, field.Forbidden(path.Child("networkData"), "is immutable; create a new template with templateReference set to this one's"))
 	}
-	return nil, toAPIError(groupKind("Metal3DataTemplate"), newTemplate.Name, errs)
+	return clusterNameWarnings(newTemplate), toAPIError(groupKind("Metal3DataTemplate"), newTemplate.Name, errs)
 }
 
 // ValidateDelete allows deletion; the controller's finalizer keeps the
@@ -73,9 +87,6 @@ func (*Metal3DataTemplate) ValidateDelete(context.Context, *infrav1.Metal3DataTe
 
 func validateDataTemplateSpec(spec *infrav1.Metal3DataTemplateSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if spec.ClusterName == "" {
-		errs = append(errs, field.Required(path.Child("clusterName"), "the cluster the template belongs to is required"))
-	}
 	if spec.MetaData != nil {
 		errs = append(errs, validateMetaDataTemplate(spec.MetaData, path.Child("metaData"))...)
 	}

@@ -20,8 +20,10 @@ import (
 	"context"
 	"testing"
 
+	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
@@ -152,9 +154,9 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 			},
 		},
 		{
-			name:       "missing clusterName",
-			mutate:     func(s *spec) { s.ClusterName = "" },
-			wantFields: []string{"spec.clusterName"},
+			// A template several clusters share names none of them.
+			name:   "valid without clusterName",
+			mutate: func(s *spec) { s.ClusterName = "" },
 		},
 
 		// metaData
@@ -418,11 +420,10 @@ func TestMetal3DataTemplateValidateCreate(t *testing.T) {
 		{
 			name: "several mistakes reported at once",
 			mutate: func(s *spec) {
-				s.ClusterName = ""
 				s.MetaData.Indexes[0].Step = 0
 				s.NetworkData.Links.Vlans[0].VlanLink = "bond9"
 			},
-			wantFields: []string{"spec.clusterName", "spec.metaData.indexes[0].step", "spec.networkData.links.vlans[0].vlanLink"},
+			wantFields: []string{"spec.metaData.indexes[0].step", "spec.networkData.links.vlans[0].vlanLink"},
 		},
 	}
 	for _, tc := range tests {
@@ -455,9 +456,13 @@ func TestMetal3DataTemplateValidateUpdate(t *testing.T) {
 			mutate: func(t *infrav1.Metal3DataTemplate) { t.Labels = map[string]string{"revision": "2"} },
 		},
 		{
-			name:       "clusterName changed",
-			mutate:     func(t *infrav1.Metal3DataTemplate) { t.Spec.ClusterName = "workload-2" },
-			wantFields: []string{"spec.clusterName"},
+			// Nothing reads it any more; upstream never froze it.
+			name:   "clusterName changed",
+			mutate: func(t *infrav1.Metal3DataTemplate) { t.Spec.ClusterName = "workload-2" },
+		},
+		{
+			name:   "clusterName cleared, the template shared from now on",
+			mutate: func(t *infrav1.Metal3DataTemplate) { t.Spec.ClusterName = "" },
 		},
 		{
 			name: "metaData entry added",
@@ -495,6 +500,48 @@ func TestMetal3DataTemplateValidateUpdate(t *testing.T) {
 			tc.mutate(newT)
 			_, err := (&Metal3DataTemplate{}).ValidateUpdate(context.Background(), oldT, newT)
 			expectFieldErrors(t, err, tc.wantFields...)
+		})
+	}
+}
+
+// TestMetal3DataTemplateClusterNameWarning: setting the deprecated
+// spec.clusterName, on create or update, draws upstream's deprecation
+// warning and nothing else; a template without it draws none.
+func TestMetal3DataTemplateClusterNameWarning(t *testing.T) {
+	withName := validDataTemplate
+	shared := func() *infrav1.Metal3DataTemplate {
+		tmpl := validDataTemplate()
+		tmpl.Spec.ClusterName = ""
+		return tmpl
+	}
+	deprecated := admission.Warnings{"spec.clusterName is deprecated and will be removed in a future release. It is no longer used by the controllers."}
+	tests := []struct {
+		name     string
+		old      *infrav1.Metal3DataTemplate // nil: a create
+		new      *infrav1.Metal3DataTemplate
+		warnings admission.Warnings
+	}{
+		{name: "create with clusterName", new: withName(), warnings: deprecated},
+		{name: "create without clusterName", new: shared()},
+		{name: "update keeping clusterName", old: withName(), new: withName(), warnings: deprecated},
+		{name: "update setting clusterName", old: shared(), new: withName(), warnings: deprecated},
+		{name: "update clearing clusterName", old: withName(), new: shared()},
+		{name: "update without clusterName", old: shared(), new: shared()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var (
+				warnings admission.Warnings
+				err      error
+			)
+			if tc.old == nil {
+				warnings, err = (&Metal3DataTemplate{}).ValidateCreate(context.Background(), tc.new)
+			} else {
+				warnings, err = (&Metal3DataTemplate{}).ValidateUpdate(context.Background(), tc.old, tc.new)
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(warnings).To(Equal(tc.warnings))
 		})
 	}
 }

@@ -55,22 +55,26 @@ func startManagementCluster(t *testing.T, scheme *runtime.Scheme) *testenv.Env {
 }
 
 // move runs `clusterctl move` of the tenant's namespace from one management
-// cluster to another. clusterctl moves only a cluster whose control plane is
-// initialized and whose machines have nodes; Cluster API's controllers,
-// which do not run here, would report both, so the test does.
+// cluster to another: every cluster of the namespace. clusterctl moves only
+// clusters whose control plane is initialized and whose machines have
+// nodes; Cluster API's controllers, which do not run here, would report
+// both, so the test does.
 func move(t *testing.T, from, to *testenv.Env, repo *repository) {
 	t.Helper()
 	ctx := context.Background()
-	cluster := &clusterv1.Cluster{}
-	if err := from.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: tenantNamespace, Name: clusterName}, cluster); err != nil {
+	clusters := &clusterv1.ClusterList{}
+	if err := from.Client.List(ctx, clusters, ctrlclient.InNamespace(tenantNamespace)); err != nil {
 		t.Fatal(err)
 	}
-	cluster.Status.Initialization.ControlPlaneInitialized = ptr.To(true)
-	conditions.Set(cluster, metav1.Condition{
-		Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionTrue, Reason: clusterv1.ClusterControlPlaneInitializedReason,
-	})
-	if err := from.Client.Status().Update(ctx, cluster); err != nil {
-		t.Fatal(err)
+	for i := range clusters.Items {
+		cluster := &clusters.Items[i]
+		cluster.Status.Initialization.ControlPlaneInitialized = ptr.To(true)
+		conditions.Set(cluster, metav1.Condition{
+			Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionTrue, Reason: clusterv1.ClusterControlPlaneInitializedReason,
+		})
+		if err := from.Client.Status().Update(ctx, cluster); err != nil {
+			t.Fatal(err)
+		}
 	}
 	machines := &clusterv1.MachineList{}
 	if err := from.Client.List(ctx, machines, ctrlclient.InNamespace(tenantNamespace)); err != nil {
@@ -169,9 +173,14 @@ func assertMovedMachineKeepsItsHost(t *testing.T, target, pool *testenv.Env, sou
 		g.Expect(pool.Client.Get(ctx, hostKey, host)).To(Succeed())
 		g.Expect(host.Spec.ConsumerRef).To(BeNil(), "the host is released")
 		g.Expect(host.Status.Provisioning.State).To(Equal(bmov1alpha1.StateAvailable))
+		// The Secrets of ours next to this host (another machine's
+		// host keeps its own).
 		secrets := &corev1.SecretList{}
 		g.Expect(pool.Client.List(ctx, secrets, ctrlclient.InNamespace(poolNamespace), ctrlclient.HasLabels{hostbinding.OwnerUIDLabel})).To(Succeed())
-		g.Expect(secrets.Items).To(BeEmpty(), "no Secret of ours is left in the pool")
+		left := slices.DeleteFunc(secrets.Items, func(s corev1.Secret) bool {
+			return !slices.ContainsFunc(s.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == host.UID })
+		})
+		g.Expect(left).To(BeEmpty(), "no Secret of ours is left next to the host")
 	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
