@@ -35,12 +35,15 @@
 #            infrastructure-components.yaml (upstream's config/ rendered as its
 #            `make release` does), upstream's own metadata.yaml and its
 #            cluster template. test/testenv/upstream.go hands them to tests.
+#   upstream-capm3-source  no build: upstream CAPM3's source tree at that
+#            release, as the Go module cache holds it, for tests that compare
+#            with upstream's cluster template and Tilt files.
 #
 # Each binary lands in a per-user cache directory keyed by its version, so a
 # second run finds it and builds nothing. The directory is printed on stdout
 # (envtest: the value for KUBEBUILDER_ASSETS); progress goes to stderr.
 #
-# Usage: hack/tools-bin.sh envtest|bmo|ipam|incluster-ipam|cert-manager-crds|upstream-capm3-crds|upstream-capm3
+# Usage: hack/tools-bin.sh envtest|bmo|ipam|incluster-ipam|cert-manager-crds|upstream-capm3-crds|upstream-capm3|upstream-capm3-source
 set -euo pipefail
 
 KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.36.3}"
@@ -322,8 +325,16 @@ upstream-capm3)
 	ensure_upstream_capm3_release "$dir"
 	echo "$dir"
 	;;
+upstream-capm3-source)
+	# The module cache is the cache here: printed as is, read-only.
+	new_scratch_module
+	dir="$(cd "$SCRATCH" && GONOSUMDB=github.com/metal3-io go mod download -json "github.com/metal3-io/cluster-api-provider-metal3@${UPSTREAM_CAPM3_VERSION}" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+	[ -n "$dir" ] || { log "cannot download github.com/metal3-io/cluster-api-provider-metal3@${UPSTREAM_CAPM3_VERSION}"; exit 1; }
+	echo "$dir"
+	;;
 *)
-	echo "usage: $0 envtest|bmo|ipam|incluster-ipam|cert-manager-crds|upstream-capm3-crds|upstream-capm3" >&2
+	echo "usage: $0 envtest|bmo|ipam|incluster-ipam|cert-manager-crds|upstream-capm3-crds|upstream-capm3|upstream-capm3-source" >&2
 	exit 2
 	;;
 esac

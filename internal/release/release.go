@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/yamlprocessor"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -182,8 +183,26 @@ func Templates(root string) (map[string][]byte, error) {
 	return templates, nil
 }
 
-// checkYAML fails on a document that does not parse.
+// checkYAML fails on a document that does not parse once clusterctl has
+// substituted its variables. A template is YAML only then: a variable may
+// stand for whole lines (CTLPLANE_KUBEADM_EXTRA_CONFIG, as in upstream
+// CAPM3's template), so each takes its default, or a placeholder when it
+// has none.
 func checkYAML(data []byte) error {
+	processor := yamlprocessor.NewSimpleProcessor()
+	variables, err := processor.GetVariableMap(data)
+	if err != nil {
+		return fmt.Errorf("variables: %w", err)
+	}
+	data, err = processor.Process(data, func(name string) (string, error) {
+		if value := variables[name]; value != nil {
+			return *value, nil
+		}
+		return "placeholder", nil
+	})
+	if err != nil {
+		return fmt.Errorf("substitute variables: %w", err)
+	}
 	for i, doc := range bytes.Split(data, []byte("\n---")) {
 		var v any
 		if err := yaml.Unmarshal(doc, &v); err != nil {
