@@ -23,6 +23,7 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,6 +104,11 @@ func TestReleaseTrustsThePool(t *testing.T) {
 	g.Expect(host.Spec.AutomatedCleaningMode).To(Equal(bmov1alpha1.CleaningModeMetadata), "the pool's cleaning mode is back")
 	g.Expect(host.Annotations).NotTo(HaveKey(hostbinding.PoolCleaningModeAnnotation))
 	g.Expect(host.Annotations).NotTo(HaveKey(pool.UncleanedAnnotation))
+	// Upstream v1.14 no longer deletes the bootstrap provider's user-data
+	// Secret on release (its owner deletes it); the provider never did:
+	// it deletes only the Secrets it wrote next to a host.
+	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: first.Name + "-bootstrap"}, &corev1.Secret{})).To(Succeed(),
+		"the machine's bootstrap data Secret outlives the machine's release")
 
 	second := cluster.machine(t, mgmt.Client, "second", nil)
 	g.Eventually(func(g Gomega) {

@@ -18,6 +18,8 @@ package pool
 
 import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
 
 // Why a host cannot be taken now. A host in any other provisioning state
@@ -44,6 +46,14 @@ func Unavailability(host *bmov1alpha1.BareMetalHost) string {
 		return BeingDeleted
 	case host.Spec.ConsumerRef != nil:
 		return InUse
+	}
+	return unavailabilityOfUnconsumed(host)
+}
+
+// unavailabilityOfUnconsumed is Unavailability for a host not being
+// deleted, whatever its consumerRef says.
+func unavailabilityOfUnconsumed(host *bmov1alpha1.BareMetalHost) string {
+	switch {
 	case host.Status.OperationalStatus == bmov1alpha1.OperationalStatusError || host.Status.ErrorMessage != "":
 		return ReportingError
 	}
@@ -75,6 +85,21 @@ func UnhealthyMark(annotations map[string]string) string {
 		}
 	}
 	return ""
+}
+
+// reservedForCluster reports whether host's consumerRef is upstream CAPM3
+// v1.14's node reuse reservation for cluster ("<namespace>/<name>"): on
+// releasing a host it keeps for node reuse, upstream points the host's
+// consumerRef at the machine's Cluster (besides its node reuse label), so
+// that no other consumer takes it. The host is in use for everyone else;
+// for the consumer its label keeps it for, it is the kept host.
+func reservedForCluster(host *bmov1alpha1.BareMetalHost, cluster string) bool {
+	ref := host.Spec.ConsumerRef
+	if ref == nil || cluster == "" || ref.Kind != "Cluster" {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == clusterv1.GroupVersion.Group && ref.Namespace+"/"+ref.Name == cluster
 }
 
 // Available reports whether host can be taken now.

@@ -137,7 +137,13 @@ func Choose(hosts []bmov1alpha1.BareMetalHost, req Request) *Selection {
 			result.Excluded[UncleanedForOthers]++
 			continue
 		}
-		if why := Unavailability(host); why != "" {
+		why := Unavailability(host)
+		if why == InUse && kept == KeptForConsumer && reservedForCluster(host, req.Cluster) {
+			// Upstream v1.14 kept it for this consumer through its
+			// consumerRef: the claim's guarded update replaces it.
+			why = unavailabilityOfUnconsumed(host)
+		}
+		if why != "" {
 			result.Excluded[why]++
 			if why == MarkedUnhealthy && UnhealthyMark(host.Annotations) == DeprecatedUnhealthyAnnotation {
 				result.DeprecatedMarks = append(result.DeprecatedMarks, host)

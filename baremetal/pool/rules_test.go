@@ -318,3 +318,65 @@ func TestPoolRules(t *testing.T) {
 		}
 	}
 }
+
+// reservedByUpstream marks host the way upstream CAPM3 v1.14 keeps a
+// released host for node reuse: its unscoped label naming the owner, and a
+// consumerRef pointing at the machine's Cluster.
+func reservedByUpstream(clusterName, owner string) func(*bmov1alpha1.BareMetalHost) {
+	return func(h *bmov1alpha1.BareMetalHost) {
+		h.Labels[hostbinding.NodeReuseLabel] = owner
+		h.Spec.ConsumerRef = &corev1.ObjectReference{
+			APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Namespace: tenant, Name: clusterName,
+		}
+	}
+}
+
+// TestUpstreamNodeReuseReservation: a host upstream CAPM3 v1.14 reserved
+// for node reuse (its consumerRef is the Cluster) comes back to the
+// consumer its label and Cluster name, in direct mode, where a pool shared
+// with (or upgraded from) upstream holds such hosts; for every other
+// consumer, and for the binder, which serves no upstream machine, it is in
+// use. Without the rule, the machine it is kept for would wait for it for
+// ever (KeptForConsumer, yet in use).
+func TestUpstreamNodeReuseReservation(t *testing.T) {
+	hosts := []hostSpec{
+		h("free"),
+		h("kept-by-upstream", reservedByUpstream("c1", "md-workers")),
+		h("kept-by-upstream-deprovisioning", inState(bmov1alpha1.StateDeprovisioning), reservedByUpstream("c1", "md-workers")),
+		h("kept-for-another-cluster", reservedByUpstream("c2", "md-workers")),
+		h("kept-for-another-owner", reservedByUpstream("c1", "md-big")),
+	}
+	tests := []struct {
+		mode hostMode
+		want []string
+	}{
+		{mode: hostModes[0], want: []string{"kept-by-upstream", "free"}},
+		{mode: hostModes[1], want: []string{"free"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode.name, func(t *testing.T) {
+			var pool []bmov1alpha1.BareMetalHost
+			for _, spec := range hosts {
+				host := bmov1alpha1.BareMetalHost{
+					ObjectMeta: metav1.ObjectMeta{Namespace: poolNamespace, Name: spec.name, Labels: map[string]string{}, Annotations: map[string]string{}},
+					Status:     bmov1alpha1.BareMetalHostStatus{Provisioning: bmov1alpha1.ProvisionStatus{State: bmov1alpha1.StateAvailable}},
+				}
+				for _, opt := range spec.opts {
+					opt(&host)
+				}
+				pool = append(pool, host)
+			}
+			chosen := tt.mode.choose(t, pool, consumerAsk{})
+			var got []string
+			for _, c := range chosen.Candidates {
+				got = append(got, c.Name)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("candidates %v, want %v", got, tt.want)
+			}
+			if chosen.WaitFor != nil {
+				t.Errorf("waits for %s, want no wait: an available kept host is taken", chosen.WaitFor.Name)
+			}
+		})
+	}
+}
