@@ -53,8 +53,7 @@ func Unavailability(host *bmov1alpha1.BareMetalHost) string {
 // unavailabilityOfUnconsumed is Unavailability for a host not being
 // deleted, whatever its consumerRef says.
 func unavailabilityOfUnconsumed(host *bmov1alpha1.BareMetalHost) string {
-	switch {
-	case host.Status.OperationalStatus == bmov1alpha1.OperationalStatusError || host.Status.ErrorMessage != "":
+	if host.Status.OperationalStatus == bmov1alpha1.OperationalStatusError || host.Status.ErrorMessage != "" {
 		return ReportingError
 	}
 	if UnhealthyMark(host.Annotations) != "" {
