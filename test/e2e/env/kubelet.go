@@ -144,11 +144,21 @@ func (k *kubelet) setFault(host types.UID, fault kubeletFault) {
 	k.faults[host] = fault
 }
 
-// faulty reports whether host's Node, once registered, is NotReady.
-func (k *kubelet) faulty(host types.UID) bool {
+// readiness says what host's kubelet posts now: nothing while the watch
+// last saw the host off (post false), else whether its Node is Ready. One
+// lock for both answers: a wedged kubelet heals when the watch sees its
+// host go off, so a poll that read the host on, checked seenOff just
+// before the watch saw it off, and asked for the fault just after, would
+// post the healed kubelet's Ready for a host that is off — and the
+// MachineHealthCheck would call the machine healthy mid-reboot and delete
+// its remediation.
+func (k *kubelet) readiness(host types.UID) (post, ready bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.faults[host] == wedged || k.faults[host] == broken
+	if k.off[host] {
+		return false, false
+	}
+	return true, k.faults[host] != wedged && k.faults[host] != broken
 }
 
 func (k *kubelet) unregistered(host types.UID) bool {
@@ -231,11 +241,15 @@ func (k *kubelet) registerNode(ctx context.Context, host *bmov1alpha1.BareMetalH
 		// was registered first.
 		return
 	}
+	post, healthy := k.readiness(host.UID)
+	if !post {
+		return
+	}
 	ready := corev1.NodeCondition{
 		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 		Message: "kubelet is posting ready status",
 	}
-	if k.faulty(host.UID) {
+	if !healthy {
 		ready = corev1.NodeCondition{
 			Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
 			Message: "container runtime is down",
