@@ -48,11 +48,22 @@ const (
 	providerConcurrency = 10
 )
 
+// assocMode is how the machines of an association run reach their hosts,
+// and whose controllers associate them.
+type assocMode string
+
+const (
+	modeInCluster assocMode = "in-cluster"
+	modeRemote    assocMode = "remote identity"
+	modeHostClaim assocMode = "HostClaim"
+	modeUpstream  assocMode = "upstream CAPM3 v1.13.2"
+)
+
 // associationResult is one association run: n machines against n available
-// hosts, in-cluster or through one remote identity, and the floor.
+// hosts, in one mode, and its floor.
 type associationResult struct {
 	Machines int
-	Remote   bool
+	Mode     assocMode
 	// Associated is the time from creating the first Metal3Machine until
 	// every one is HostAssociated.
 	Associated time.Duration
@@ -72,12 +83,6 @@ type associationResult struct {
 
 func (r associationResult) Ratio() float64 { return r.Associated.Seconds() / r.Floor.Seconds() }
 
-func (r associationResult) Mode() string {
-	if r.Remote {
-		return "remote identity"
-	}
-	return "in-cluster"
-}
 
 // association is the environment of one association run.
 type association struct {
@@ -152,7 +157,10 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 		return associationResult{}, err
 	}
 
-	res := associationResult{Machines: n, Remote: remote}
+	res := associationResult{Machines: n, Mode: modeInCluster}
+	if remote {
+		res.Mode = modeRemote
+	}
 	if res.Floor, err = a.floor(ctx, n); err != nil {
 		return res, fmt.Errorf("floor: %w", err)
 	}

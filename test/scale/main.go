@@ -301,7 +301,7 @@ func (r *report) association(results []associationResult) {
 	for _, a := range results {
 		perAssoc := (a.Management.Reads + a.Management.Writes + a.Pool.Reads + a.Pool.Writes) / float64(a.Machines)
 		rows = append(rows, []string{
-			a.Mode(), strconv.Itoa(a.Machines), fmt.Sprintf("%.1f s", a.Associated.Seconds()), fmt.Sprintf("%.1f s", a.Floor.Seconds()),
+			string(a.Mode), strconv.Itoa(a.Machines), fmt.Sprintf("%.1f s", a.Associated.Seconds()), fmt.Sprintf("%.1f s", a.Floor.Seconds()),
 			fmt.Sprintf("%.2f×", a.Ratio()), fmt.Sprintf("%.1f", perAssoc),
 			fmt.Sprintf("%s / %s", a.Management, a.Pool), trim(a.Management.Conflicts + a.Pool.Conflicts), watchesString(a.Watches),
 		})
@@ -311,13 +311,20 @@ func (r *report) association(results []associationResult) {
 	for i := range results {
 		a := &results[i]
 		pair := byN[a.Machines]
-		pair[map[bool]int{false: 0, true: 1}[a.Remote]] = a
+		switch a.Mode {
+		case modeInCluster:
+			pair[0] = a
+		case modeRemote:
+			pair[1] = a
+		default:
+			continue
+		}
 		byN[a.Machines] = pair
 	}
 	var compare [][]string
 	for _, a := range results {
 		pair := byN[a.Machines]
-		if a.Remote || pair[1] == nil {
+		if a.Mode != modeInCluster || pair[1] == nil {
 			continue
 		}
 		in, re := pair[0], pair[1]
@@ -333,7 +340,7 @@ func (r *report) association(results []associationResult) {
 	}
 	for _, a := range results {
 		if a.RestWindow > 0 {
-			r.printf("\nAt rest (%s, N = %d, %s), per minute: management %s, probes %s; pool %s, probes %s.\n", a.RestWindow.Round(time.Second), a.Machines, a.Mode(),
+			r.printf("\nAt rest (%s, N = %d, %s), per minute: management %s, probes %s; pool %s, probes %s.\n", a.RestWindow.Round(time.Second), a.Machines, a.Mode,
 				a.AtRestManagement, trim(a.AtRestManagement.Probes), a.AtRestPool, trim(a.AtRestPool.Probes))
 		}
 	}

@@ -49,18 +49,18 @@ func associationPlot(results []associationResult) string {
 	type series struct {
 		name, color, dash string
 		value             func(associationResult) float64
-		remote            bool
+		mode              assocMode
 	}
 	lines := []series{
-		{"in-cluster", "#1f77b4", "", func(r associationResult) float64 { return r.Associated.Seconds() }, false},
-		{"in-cluster floor", "#1f77b4", "4 3", func(r associationResult) float64 { return r.Floor.Seconds() }, false},
-		{"remote identity", "#d62728", "", func(r associationResult) float64 { return r.Associated.Seconds() }, true},
-		{"remote floor", "#d62728", "4 3", func(r associationResult) float64 { return r.Floor.Seconds() }, true},
+		{"in-cluster", "#1f77b4", "", func(r associationResult) float64 { return r.Associated.Seconds() }, modeInCluster},
+		{"in-cluster floor", "#1f77b4", "4 3", func(r associationResult) float64 { return r.Floor.Seconds() }, modeInCluster},
+		{"remote identity", "#d62728", "", func(r associationResult) float64 { return r.Associated.Seconds() }, modeRemote},
+		{"remote floor", "#d62728", "4 3", func(r associationResult) float64 { return r.Floor.Seconds() }, modeRemote},
 	}
 	for i, l := range lines {
 		var pts []associationResult
 		for _, r := range results {
-			if r.Remote == l.remote {
+			if r.Mode == l.mode {
 				pts = append(pts, r)
 			}
 		}
