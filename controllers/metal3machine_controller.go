@@ -28,7 +28,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -193,11 +192,7 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}
 
-	patchHelper, err := patch.NewHelper(m3m, writes)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	statusBefore := m3m.Status.DeepCopy()
+	before := m3m.DeepCopy()
 	// Not paused: the condition rides in this reconcile's patch rather than
 	// costing a write (and a reconcile) of its own, as
 	// paused.EnsurePausedCondition would.
@@ -210,10 +205,9 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		if err := setMachineReady(m3m); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
-		stampLastUpdated(statusBefore, &m3m.Status, &m3m.Status.LastUpdated)
+		stampLastUpdated(&before.Status, &m3m.Status, &m3m.Status.LastUpdated)
 		setBlockMove(m3m, machineInFlight(m3m))
-		if err := patchUnlessGone(ctx, patchHelper, m3m, patch.WithOwnedConditions{Conditions: metal3MachineConditions},
-			patch.WithStatusObservedGeneration{}); err != nil {
+		if err := ignoreGone(patchMetal3Machine(ctx, writes, before, m3m)); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 			return
 		}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"time"
 
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -136,7 +137,7 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 		return awaitNodeRef(ctx, s, published, result, time.Now()), nil
 	default:
 		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.ProvisioningReason,
-			fmt.Sprintf("Host %s is %s", host, stateOrRegistering(host)))
+			fmt.Sprintf("Host %s is %s", host, provisioningProgress(host)))
 	}
 	return ctrl.Result{RequeueAfter: hostProgressRequeue}, nil
 }
@@ -324,9 +325,20 @@ func setCondition(obj conditions.Setter, condType string, status metav1.Conditio
 	conditions.Set(obj, metav1.Condition{Type: condType, Status: status, Reason: reason, Message: message})
 }
 
-func stateOrRegistering(host *hostbinding.Host) string {
-	if host.State == "" {
+// provisioningProgress is the host's state as its machine reports it while
+// it waits for the host to be provisioned. The steps of one provisioning
+// (the host still available with the machine's image just given to it,
+// preparing, provisioning) are one state to the machine: the condition, and
+// so the machine's status, changes once per provisioning rather than at
+// each step the Bare Metal Operator takes, and each change is a write.
+// Anything else (registering, inspecting, deprovisioning a reused host) is
+// said as it is.
+func provisioningProgress(host *hostbinding.Host) string {
+	switch host.State {
+	case "":
 		return "registering"
+	case bmov1alpha1.StateAvailable, bmov1alpha1.StateReady, bmov1alpha1.StatePreparing, bmov1alpha1.StateProvisioning:
+		return string(bmov1alpha1.StateProvisioning)
 	}
 	return string(host.State)
 }

@@ -36,12 +36,38 @@ import (
 )
 
 const (
-	// nodeRequeue is how often a machine looks for its Node while it boots.
+	// nodeRequeue is how often, at most, a machine looks for its Node
+	// while it boots.
 	nodeRequeue = 20 * time.Second
-	// nodeRefWait is how often a published machine checks that Cluster API
-	// has linked its Machine to the Node.
+	// nodeRefWait is how often, at most, a published machine checks that
+	// Cluster API has linked its Machine to the Node.
 	nodeRefWait = 10 * time.Second
+	// bootWaitFloor is the first wait after the host is provisioned.
+	bootWaitFloor = time.Second
 )
+
+// bootWait is how long a machine whose host was provisioned at since waits
+// before looking at its Node (or Cluster API's link to it) again: half the
+// time since then, from bootWaitFloor up to ceiling. A Node registers
+// seconds after its host boots, and is linked a moment after that: a
+// machine looks often at first, as time to Running is made there, and
+// less and less for a host that takes long, so that a slow boot costs a
+// few reads, not one every second. An unknown since counts as long ago.
+func bootWait(since, now time.Time, ceiling time.Duration) time.Duration {
+	if since.IsZero() {
+		return ceiling
+	}
+	return min(max(now.Sub(since)/2, bootWaitFloor), ceiling)
+}
+
+// provisionedSince is when the machine saw its host provisioned (zero:
+// not known).
+func provisionedSince(m3m *infrav1.Metal3Machine) time.Time {
+	if c := conditions.Get(m3m, infrav1.HostProvisionedCondition); c != nil && c.Status == metav1.ConditionTrue {
+		return c.LastTransitionTime.Time
+	}
+	return time.Time{}
+}
 
 // nodeLink is how far the machine's Node is from Cluster API linking it
 // to the Machine, as far as reconcileNode could tell.
@@ -114,7 +140,7 @@ func (r *Metal3MachineReconciler) reconcileNode(ctx context.Context, s *machineS
 		return ctrl.Result{}, unseen, fmt.Errorf("find the workload Node of host %s: %w", host, err)
 	}
 	if node == nil {
-		return ctrl.Result{RequeueAfter: nodeRequeue}, unseen, nil
+		return ctrl.Result{RequeueAfter: bootWait(provisionedSince(s.m3m), time.Now(), nodeRequeue)}, unseen, nil
 	}
 	before := node.DeepCopy()
 	if !cloudProvider {
@@ -215,15 +241,16 @@ func awaitNodeRef(ctx context.Context, s *machineScope, published string, result
 	if machine.Status.NodeRef.IsDefined() || !machine.DeletionTimestamp.IsZero() {
 		return result
 	}
+	wait := bootWait(provisionedSince(s.m3m), now, nodeRefWait)
 	lastUpdated := s.m3m.Status.LastUpdated
 	lookedAndMissed := published != "" && machine.Spec.ProviderID == published
-	if lookedAndMissed && (lastUpdated == nil || now.Sub(lastUpdated.Time) >= nodeRefWait) {
+	if lookedAndMissed && (lastUpdated == nil || now.Sub(lastUpdated.Time) >= wait) {
 		ctrl.LoggerFrom(ctx).Info("Cluster API has not linked the Machine to its Node yet; asking it to look again",
 			"machine", klog.KObj(machine), "providerID", published)
 		s.m3m.Status.LastUpdated = &metav1.Time{Time: now}
 	}
-	if result.RequeueAfter == 0 || result.RequeueAfter > nodeRefWait {
-		result.RequeueAfter = nodeRefWait
+	if result.RequeueAfter == 0 || result.RequeueAfter > wait {
+		result.RequeueAfter = wait
 	}
 	return result
 }

@@ -45,9 +45,12 @@ func TestAwaitNodeRef(t *testing.T) {
 		nodeRef           string
 		deleting          bool
 		lastUpdated       *metav1.Time
-		result            ctrl.Result
-		wantNudge         bool
-		wantRequeue       time.Duration
+		// provisionedAgo is how long ago the host was seen provisioned
+		// (0: not known).
+		provisionedAgo time.Duration
+		result         ctrl.Result
+		wantNudge      bool
+		wantRequeue    time.Duration
 	}{
 		{
 			name:      "linked: nothing to wait for",
@@ -92,6 +95,21 @@ func TestAwaitNodeRef(t *testing.T) {
 			wantRequeue: nodeRefWait,
 		},
 		{
+			name:      "host provisioned a moment ago, published in this reconcile: looks again soon",
+			published: "", lastUpdated: &justNow, provisionedAgo: 2 * time.Second,
+			wantRequeue: bootWaitFloor,
+		},
+		{
+			name:      "host provisioned a moment ago, Cluster API looked and missed a second ago: asked to look again",
+			published: providerID, machineProviderID: providerID, lastUpdated: &justNow, provisionedAgo: 2 * time.Second,
+			wantNudge: true, wantRequeue: bootWaitFloor,
+		},
+		{
+			name:      "host provisioned 8 s ago, stamped a second ago: not asked again yet, waits 4 s",
+			published: providerID, machineProviderID: providerID, lastUpdated: &justNow, provisionedAgo: 8 * time.Second,
+			wantRequeue: 4 * time.Second,
+		},
+		{
 			name:      "the Machine is being deleted",
 			published: providerID, machineProviderID: providerID, deleting: true, lastUpdated: &longAgo,
 		},
@@ -106,6 +124,10 @@ func TestAwaitNodeRef(t *testing.T) {
 			}
 			m3m := &infrav1.Metal3Machine{}
 			m3m.Status.LastUpdated = tt.lastUpdated.DeepCopy()
+			if tt.provisionedAgo > 0 {
+				m3m.Status.Conditions = []metav1.Condition{{Type: infrav1.HostProvisionedCondition, Status: metav1.ConditionTrue,
+					Reason: infrav1.ProvisionedReason, LastTransitionTime: metav1.NewTime(now.Add(-tt.provisionedAgo))}}
+			}
 			s := &machineScope{machine: machine, m3m: m3m}
 
 			result := awaitNodeRef(context.Background(), s, tt.published, tt.result, now)
@@ -116,6 +138,28 @@ func TestAwaitNodeRef(t *testing.T) {
 			nudged := m3m.Status.LastUpdated != nil && m3m.Status.LastUpdated.Time.Equal(now)
 			if nudged != tt.wantNudge {
 				t.Errorf("lastUpdated = %v, nudged %t, want %t", m3m.Status.LastUpdated, nudged, tt.wantNudge)
+			}
+		})
+	}
+}
+
+func TestBootWait(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		since   time.Time
+		ceiling time.Duration
+		want    time.Duration
+	}{
+		{name: "not known: the ceiling", ceiling: nodeRequeue, want: nodeRequeue},
+		{name: "just provisioned: the floor", since: now.Add(-500 * time.Millisecond), ceiling: nodeRequeue, want: bootWaitFloor},
+		{name: "half the time since", since: now.Add(-10 * time.Second), ceiling: nodeRequeue, want: 5 * time.Second},
+		{name: "a long boot: the ceiling", since: now.Add(-10 * time.Minute), ceiling: nodeRefWait, want: nodeRefWait},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := bootWait(tt.since, now, tt.ceiling); got != tt.want {
+				t.Errorf("bootWait = %s, want %s", got, tt.want)
 			}
 		})
 	}
