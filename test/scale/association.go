@@ -43,8 +43,10 @@ import (
 // (--kube-api-qps/--kube-api-burst, --remote-client-qps/--remote-client-burst)
 // and its Metal3Machine workers (--metal3machine-concurrency).
 const (
-	providerQPS         = 20
-	providerBurst       = 30
+	providerQPS         = 100
+	providerBurst       = 200
+	remoteQPS           = 20
+	remoteBurst         = 30
 	providerConcurrency = 10
 )
 
@@ -79,10 +81,12 @@ type associationResult struct {
 	// Watches is the most watches the provider opened per kind on the
 	// hosts' server.
 	Watches map[string]int
+	// Binder and AtRestBinder are the HostClaim binder's requests to the
+	// pool during the run and per minute at rest (HostClaim mode only).
+	Binder, AtRestBinder requestCount
 }
 
 func (r associationResult) Ratio() float64 { return r.Associated.Seconds() / r.Floor.Seconds() }
-
 
 // association is the environment of one association run.
 type association struct {
@@ -193,7 +197,7 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 		if remote {
 			quiet = append(quiet, quietLog{a.poolAudit, "system:serviceaccount:" + poolNamespace + ":tenant"})
 		}
-		if err := waitQuiet(ctx, quiet, 10*time.Second, 10*time.Minute); err != nil {
+		if err := waitQuiet(ctx, quiet); err != nil {
 			return res, err
 		}
 		restStart := time.Now()
@@ -250,13 +254,13 @@ func (a *association) floor(ctx context.Context, n int) (time.Duration, error) {
 	if err := a.hosts.Client.List(ctx, hosts, client.InNamespace(floorHosts)); err != nil {
 		return 0, err
 	}
-	mgmt, err := throttledClient(a.mgmt.Config)
+	mgmt, err := throttledClient(a.mgmt.Config, providerQPS, providerBurst)
 	if err != nil {
 		return 0, err
 	}
 	pool := mgmt
 	if a.remote {
-		if pool, err = throttledClient(a.hosts.Config); err != nil {
+		if pool, err = throttledClient(a.hosts.Config, remoteQPS, remoteBurst); err != nil {
 			return 0, err
 		}
 	}
@@ -289,9 +293,11 @@ func floorAssociation(ctx context.Context, mgmt, pool client.Client, host *bmov1
 	return mgmt.Status().Patch(ctx, m3m, patch)
 }
 
-func throttledClient(cfg *rest.Config) (client.Client, error) {
+// throttledClient is a client with the rate limits qps and burst, per
+// kind, as the provider's clients have.
+func throttledClient(cfg *rest.Config, qps float32, burst int) (client.Client, error) {
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = providerQPS, providerBurst
+	cfg.QPS, cfg.Burst = qps, burst
 	return client.New(cfg, client.Options{Scheme: env.Scheme()})
 }
 
@@ -405,10 +411,14 @@ func parallel(n, workers int, do func(int) error) error {
 // quietLog is an audit log and the user whose writes it watches.
 type quietLog struct{ path, user string }
 
+// quietFor is how long the provider (and the binder) must not have written
+// for a run to count as at rest.
+const quietFor = 10 * time.Second
+
 // waitQuiet returns once none of the logs shows a write by its user in the
-// last quietFor.
-func waitQuiet(ctx context.Context, logs []quietLog, quietFor, timeout time.Duration) error {
-	return pollUntil(ctx, timeout, flowPoll, "the provider to stop writing", func() (bool, error) {
+// last quietFor, for at most 10 minutes.
+func waitQuiet(ctx context.Context, logs []quietLog) error {
+	return pollUntil(ctx, 10*time.Minute, flowPoll, "the provider to stop writing", func() (bool, error) {
 		for _, l := range logs {
 			events, err := testenv.ReadAuditLog(l.path)
 			if err != nil {

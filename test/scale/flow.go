@@ -39,92 +39,109 @@ import (
 // its shipped ServiceAccount.
 const providerUser = testenv.ProviderUser
 
-// flowResult is one run of the in-cluster flow the issue compares with
-// upstream CAPM3.
+// flowResult is one run of the flow the issue compares with upstream CAPM3,
+// for one provider. Every duration is from creating the MachineDeployment.
 type flowResult struct {
+	// Provider is "this provider" or "upstream CAPM3 <version>".
+	Provider string
 	Machines int
-	// Converged is the time from creating the MachineDeployment until every
-	// Metal3Machine is Ready (its host provisioned).
+	// Converged is when every Metal3Machine was ready (this provider: its
+	// Ready condition; upstream: status.initialization.provisioned, what
+	// Cluster API reads).
 	Converged time.Duration
-	// Claimed is when the provider had claimed the last host, and
-	// LastProvisioned when the Bare Metal Operator reported the last host
-	// provisioned: the provider's part is before the one and after the other.
-	Claimed, LastProvisioned time.Duration
-	// Until convergence.
+	// Running is when every Machine had status.phase Running and a
+	// nodeRef: the time as a user sees it.
+	Running time.Duration
+	// Where the time goes, each the last of its machines: the provider
+	// claimed the host (its first write of the host), the Bare Metal
+	// Operator reported it provisioned (its last status write before
+	// Converged), its Node registered, and the Node's providerID set (both
+	// seen by polling the workload cluster every flowPoll).
+	Claimed, LastProvisioned, NodeRegistered, ProviderIDSet time.Duration
+	// Until is the provider's requests until Running.
 	Until requestCount
-	// AtRest is per minute, over the rest window after convergence.
+	// AtRest is per minute, over the rest window after Running.
 	AtRest     requestCount
 	RestWindow time.Duration
 }
 
-// runFlow runs the flow: one API server with the real Cluster API core
-// controllers, the real Bare Metal Operator in test mode and the provider's
-// binary; machines hosts in the cluster's namespace, available; a
-// MachineDeployment of as many Machines created at once, without a
-// workload cluster (no cloud provider, as upstream's default). Requests are
-// counted from the API server's audit log.
-func runFlow(ctx context.Context, t testenv.T, dir string, machines int, rest time.Duration) (flowResult, error) {
+// runFlow runs the flow as a user would see it, for this provider or, with
+// upstream, for upstream CAPM3 (testenv.UpstreamCAPM3) run as its release
+// ships it: one management API server with the real Cluster API core
+// controllers, the provider, and the real Bare Metal Operator in test mode
+// holding machines+1 hosts in the cluster's namespace; a workload API
+// server whose kubeconfig Secret exists before the cluster's
+// infrastructure is ready, and the kubelet stand-in registering a Node for
+// each provisioned host; Metal3Cluster cloudProviderEnabled false. A
+// control-plane Machine is provisioned first, outside the measurement: a
+// user's cluster has one, and Cluster API watches a cluster's Nodes only
+// once its control plane is initialized. Then a MachineDeployment of
+// machines is created at once and measured until every Machine is Running.
+// The provider's requests are counted from the API server's audit log.
+func runFlow(ctx context.Context, t testenv.T, dir string, machines int, rest time.Duration, upstream bool) (flowResult, error) {
 	auditLog := filepath.Join(dir, "flow-audit.log")
 	// The API server appends: a previous run's requests are not this one's.
 	if err := os.Remove(auditLog); err != nil && !os.IsNotExist(err) {
 		return flowResult{}, err
 	}
-	mgmt := env.StartManagement(t, env.ManagementOptions{Name: "flow", AuditLogPath: auditLog})
+	opts := env.ManagementOptions{Name: "flow", AuditLogPath: auditLog}
+	res := flowResult{Provider: "this provider", Machines: machines}
+	if upstream {
+		opts.Upstream = testenv.UpstreamCAPM3(t)
+		res.Provider = "upstream CAPM3 " + opts.Upstream.Version
+	}
+	mgmt := env.StartManagement(t, opts)
 	mgmt.StartBMO(t, "baremetal-operator-system")
+	workload := testenv.Start(t, testenv.Options{Scheme: env.Scheme()})
+	env.StartKubelet(t, workload, mgmt.Env)
 	c := mgmt.Client
 	const ns, name = "flow", "flow"
 	if err := env.CreateNamespace(ctx, c, ns); err != nil {
-		return flowResult{}, err
+		return res, err
 	}
-	if err := testenv.RegisterHosts(ctx, c, ns, "host", machines); err != nil {
-		return flowResult{}, err
+	if err := testenv.RegisterHosts(ctx, c, ns, "host", machines+1); err != nil {
+		return res, err
 	}
 	if err := pollUntil(ctx, 5*time.Minute, flowPoll, "hosts available", func() (bool, error) {
-		return hostsInState(ctx, c, ns, bmov1alpha1.StateAvailable, machines)
+		return hostsInState(ctx, c, ns, bmov1alpha1.StateAvailable, machines+1)
 	}); err != nil {
-		return flowResult{}, err
+		return res, err
 	}
-	// The cluster's infrastructure first: the flow measures the machines.
-	if err := createFlowCluster(ctx, c, ns, name); err != nil {
-		return flowResult{}, err
-	}
-	if err := pollUntil(ctx, time.Minute, flowPoll, "cluster infrastructure provisioned", func() (bool, error) {
-		cluster := &clusterv1.Cluster{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
-			return false, err
-		}
-		return ptr.Deref(cluster.Status.Initialization.InfrastructureProvisioned, false), nil
-	}); err != nil {
-		return flowResult{}, err
+	controlPlaneHost, err := startFlowWorkloadCluster(ctx, mgmt, workload, ns, name)
+	if err != nil {
+		return res, err
 	}
 	time.Sleep(2 * time.Second) // let the cluster's own reconciles finish outside the window
 
+	watch := newFlowWatch(c, workload.Client, ns, name, machines, upstream)
 	started := time.Now()
 	if err := c.Create(ctx, flowMachineDeployment(ns, name, machines)); err != nil {
-		return flowResult{}, err
+		return res, err
 	}
-	if err := pollUntil(ctx, 5*time.Minute, flowPoll, "Metal3Machines ready", func() (bool, error) {
-		return metal3MachinesWith(ctx, c, ns, infrav1.ReadyCondition, machines)
+	if err := pollUntil(ctx, 10*time.Minute, flowPoll, "Machines Running", func() (bool, error) {
+		return watch.poll(ctx)
 	}); err != nil {
-		return flowResult{}, err
+		return res, fmt.Errorf("%w (%s)", err, watch)
 	}
-	converged := time.Now()
+	running := time.Now()
 	time.Sleep(rest)
 	events, err := testenv.ReadAuditLog(auditLog)
 	if err != nil {
-		return flowResult{}, err
+		return res, err
 	}
 	byProvider := filterUser(events, providerUser)
-	claimed, lastProvisioned := lastWrite(byProvider, "update", "baremetalhosts", started, converged), lastWrite(filterUser(events, "baremetal-operator"), "update", "baremetalhosts/status", started, converged)
-	restStart := converged.Add(5 * time.Second) // the last status patches land just after
-	return flowResult{
-		Machines:  machines,
-		Converged: converged.Sub(started),
-		Claimed:   claimed.Sub(started), LastProvisioned: lastProvisioned.Sub(started),
-		Until:      countRequests(byProvider, started, converged),
-		AtRest:     countRequests(byProvider, restStart, converged.Add(rest)).perMinute(rest - 5*time.Second),
-		RestWindow: rest - 5*time.Second,
-	}, nil
+	converged := started.Add(watch.converged)
+	workers := func(e *testenv.AuditEvent) bool { return e.ObjectRef.Name != controlPlaneHost }
+	claimed := lastFirstWrite(byProvider, "baremetalhosts", started, running, workers)
+	lastProvisioned := lastWrite(filterUser(events, "baremetal-operator"), "update", "baremetalhosts/status", started, converged)
+	restStart := running.Add(5 * time.Second) // the last status patches land just after
+	res.Converged, res.Running = watch.converged, running.Sub(started)
+	res.Claimed, res.LastProvisioned = claimed.Sub(started), lastProvisioned.Sub(started)
+	res.NodeRegistered, res.ProviderIDSet = watch.lastNode(), watch.lastProviderID()
+	res.Until = countRequests(byProvider, started, running)
+	res.RestWindow = rest - 5*time.Second
+	res.AtRest = countRequests(byProvider, restStart, running.Add(rest)).perMinute(res.RestWindow)
+	return res, nil
 }
 
 func createFlowCluster(ctx context.Context, c client.Client, ns, name string) error {
@@ -211,6 +228,31 @@ func hostsInState(ctx context.Context, c client.Client, ns string, state bmov1al
 		}
 	}
 	return n >= want, nil
+}
+
+// lastFirstWrite is, over the objects of resource that keep says to, the
+// latest of their first writes (update or patch) in [from, to): when the
+// last of them was first written, e.g. claimed.
+func lastFirstWrite(events []testenv.AuditEvent, resource string, from, to time.Time, keep func(*testenv.AuditEvent) bool) time.Time {
+	first := map[string]time.Time{}
+	for i := range events {
+		e := &events[i]
+		at := e.RequestReceivedTimestamp
+		if !e.Counted() || e.Resource() != resource || (e.Verb != "update" && e.Verb != "patch") || e.Code() >= 300 || at.Before(from) || !at.Before(to) || !keep(e) {
+			continue
+		}
+		key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+		if f, ok := first[key]; !ok || at.Before(f) {
+			first[key] = at
+		}
+	}
+	last := from
+	for _, at := range first {
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last
 }
 
 // lastWrite is when the last verb on resource in [from, to) was received.

@@ -59,12 +59,26 @@ type options struct {
 	sharedDistinct bool
 	restAtSizes    int
 	hostileWindow  time.Duration
+	// memIdentities are the memory scenario's identities; identities
+	// those of the identities and shared scenarios.
+	memIdentities int
+	// modes are the association scenario's modes of this provider;
+	// upstreamSizes the sizes upstream CAPM3 associates at in the same
+	// scenario.
+	modes         []assocMode
+	upstreamSizes []int
+	// binderHosts are the hosts (and as many claims) of the binder-memory
+	// scenario.
+	binderHosts int
 }
 
 func main() {
 	var o options
-	scenarios := flag.String("scenarios", "flow,association,memory,identities,shared,hostile,chaos", "Comma-separated scenarios to run.")
+	scenarios := flag.String("scenarios", "flow,association,memory,binder-memory,identities,shared,hostile,chaos", "Comma-separated scenarios to run.")
 	sizes := flag.String("sizes", "100,250,500,1000", "Machines per association run.")
+	modes := flag.String("modes", "in-cluster,remote,hostclaim", "Modes of this provider in the association scenario (in-cluster, remote, hostclaim).")
+	upstreamSizes := flag.String("upstream-sizes", "100,500", "Machines per association run of upstream CAPM3, in the association scenario (empty: none).")
+	flag.IntVar(&o.binderHosts, "binder-hosts", 5000, "Hosts, and as many claims, of the binder-memory scenario.")
 	flag.StringVar(&o.out, "out", "out/scale", "Where to write results.md and association.svg.")
 	flag.IntVar(&o.flowRuns, "flow-runs", 3, "Runs of the upstream-comparison flow.")
 	flag.DurationVar(&o.rest, "rest", 2*time.Minute, "How long to count requests at rest.")
@@ -72,7 +86,8 @@ func main() {
 	flag.IntVar(&o.chaos.Machines, "chaos-machines", 200, "Machines of the chaos scenario.")
 	flag.IntVar(&o.chaos.Kills, "chaos-kills", 30, "SIGKILLs of the manager in the chaos scenario.")
 	flag.IntVar(&o.memHosts, "memory-hosts", 100, "BareMetalHosts per identity in the memory scenario.")
-	flag.IntVar(&o.identities, "identities", 50, "Identities in the memory and identities scenarios.")
+	flag.IntVar(&o.memIdentities, "memory-identities", 200, "Identities in the memory scenario, each with -memory-hosts hosts.")
+	flag.IntVar(&o.identities, "identities", 50, "Identities in the identities and shared scenarios.")
 	flag.DurationVar(&o.rotateFor, "rotate-for", 30*time.Second, "How long one identity is rotated every 5 s.")
 	flag.IntVar(&o.sharedHosts, "shared-hosts", 100, "BareMetalHosts every identity sees in the shared scenario.")
 	flag.BoolVar(&o.sharedDistinct, "shared-distinct", true, "Also run the shared scenario with a ServiceAccount per identity, to compare.")
@@ -82,13 +97,15 @@ func main() {
 	for _, s := range strings.Split(*scenarios, ",") {
 		o.scenarios[strings.TrimSpace(s)] = true
 	}
-	for _, s := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			fmt.Fprintf(os.Stderr, "-sizes: %q is not a positive number\n", s)
+	o.sizes = parseSizes("-sizes", *sizes)
+	o.upstreamSizes = parseSizes("-upstream-sizes", *upstreamSizes)
+	for _, m := range strings.Split(*modes, ",") {
+		mode, ok := modeFlags[strings.TrimSpace(m)]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "-modes: %q is none of in-cluster, remote, hostclaim\n", m)
 			os.Exit(2)
 		}
-		o.sizes = append(o.sizes, n)
+		o.modes = append(o.modes, mode)
 	}
 	o.chaos.Tenants = 4
 	ctrl.SetLogger(logr.Discard())
@@ -100,6 +117,27 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
 		os.Exit(1)
 	}
+}
+
+// modeFlags are the -modes values.
+var modeFlags = map[string]assocMode{"in-cluster": modeInCluster, "remote": modeRemote, "hostclaim": modeHostClaim}
+
+// parseSizes reads a comma-separated list of positive sizes ("": none),
+// exiting on a bad one.
+func parseSizes(flagName, list string) []int {
+	var sizes []int
+	for _, s := range strings.Split(list, ",") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "%s: %q is not a positive number\n", flagName, s)
+			os.Exit(2)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
 }
 
 func run(ctx context.Context, o options) error {
@@ -120,45 +158,87 @@ func run(ctx context.Context, o options) error {
 	}
 
 	if o.scenarios["flow"] {
-		var runs []flowResult
+		// Both providers in the same run, alternating, so that the
+		// machine's load drifts over both alike.
+		var ours, upstream []flowResult
 		for i := range o.flowRuns {
-			progress("flow run %d/%d", i+1, o.flowRuns)
-			res, err := scenario(func(t testenv.T) (flowResult, error) { return runFlow(ctx, t, o.out, 6, o.rest) })
-			if err != nil {
-				failed("flow", err)
-				continue
-			}
-			runs = append(runs, res)
-		}
-		report.flow(runs)
-	}
-	if o.scenarios["association"] {
-		var results []associationResult
-		for _, remote := range []bool{false, true} {
-			for _, n := range o.sizes {
-				rest := time.Duration(0)
-				if n == o.restAtSizes {
-					rest = o.rest
-				}
-				progress("association: %d machines, remote %v", n, remote)
-				res, err := scenario(func(t testenv.T) (associationResult, error) {
-					return runAssociation(ctx, t, o.out, n, remote, rest)
-				})
+			for _, up := range []bool{false, true} {
+				progress("flow run %d/%d, upstream %v", i+1, o.flowRuns, up)
+				res, err := scenario(func(t testenv.T) (flowResult, error) { return runFlow(ctx, t, o.out, 6, o.rest, up) })
 				if err != nil {
-					failed(fmt.Sprintf("association of %d (remote %v)", n, remote), err)
+					failed(fmt.Sprintf("flow (upstream %v)", up), err)
 					continue
 				}
-				results = append(results, res)
+				if up {
+					upstream = append(upstream, res)
+				} else {
+					ours = append(ours, res)
+				}
 			}
 		}
+		report.flow(ours, upstream)
+	}
+	if o.scenarios["association"] {
+		// This provider's modes, then upstream CAPM3 at its sizes: one
+		// table and one plot, every mode against its floor.
+		type assocRun struct {
+			mode assocMode
+			n    int
+		}
+		var runs []assocRun
+		for _, mode := range o.modes {
+			for _, n := range o.sizes {
+				runs = append(runs, assocRun{mode, n})
+			}
+		}
+		for _, n := range o.upstreamSizes {
+			runs = append(runs, assocRun{modeUpstream, n})
+		}
+		var results []associationResult
+		for _, r := range runs {
+			rest := time.Duration(0)
+			// Upstream's requests at rest are the flow's: without a
+			// workload cluster it looks for Nodes that never come.
+			if r.n == o.restAtSizes && r.mode != modeUpstream {
+				rest = o.rest
+			}
+			progress("association: %d machines, %s", r.n, r.mode)
+			res, err := scenario(func(t testenv.T) (associationResult, error) {
+				switch r.mode {
+				case modeHostClaim:
+					return runHostClaimAssociation(ctx, t, o.out, r.n, rest)
+				case modeUpstream:
+					return runUpstreamAssociation(ctx, t, o.out, r.n, rest)
+				default:
+					return runAssociation(ctx, t, o.out, r.n, r.mode == modeRemote, rest)
+				}
+			})
+			if err != nil {
+				failed(fmt.Sprintf("association of %d (%s)", r.n, r.mode), err)
+				continue
+			}
+			results = append(results, res)
+		}
 		report.association(results)
+		report.binderRows(results)
 		if err := os.WriteFile(filepath.Join(o.out, "association.svg"), []byte(associationPlot(results)), 0o600); err != nil {
 			return err
 		}
 	}
+	if o.scenarios["binder-memory"] {
+		progress("binder memory: %d hosts, %d claims", o.binderHosts, o.binderHosts)
+		res, err := scenario(func(t testenv.T) (binderMemoryResult, error) {
+			return runBinderMemory(ctx, t, o.binderHosts, o.binderHosts)
+		})
+		if err != nil {
+			failed("binder memory", err)
+		} else {
+			report.rows("The HostClaim binder's memory", res.rows())
+		}
+	}
 	if o.scenarios["memory"] {
-		progress("memory: %d identities × %d hosts", o.identities, o.memHosts)
-		res, err := scenario(func(t testenv.T) (memoryResult, error) { return runMemory(ctx, t, o.memHosts, o.identities) })
+		progress("memory: %d identities × %d hosts", o.memIdentities, o.memHosts)
+		res, err := scenario(func(t testenv.T) (memoryResult, error) { return runMemory(ctx, t, o.memHosts, o.memIdentities) })
 		if err != nil {
 			failed("memory", err)
 		} else {
@@ -271,32 +351,9 @@ func (r *report) rows(title string, rows [][2]string) {
 	r.table(r, []string{"", ""}, table)
 }
 
-func (r *report) flow(runs []flowResult) {
-	r.printf("\n## The upstream comparison flow\n\nOne API server, the Cluster API core controllers, the Bare Metal Operator in test mode, " +
-		"6 hosts, a MachineDeployment of 6 created at once, no workload cluster. Requests from the API server's audit log.\n\n")
-	var times, phases, until, conflicts, rest []string
-	for _, f := range runs {
-		times = append(times, fmt.Sprintf("%.1f s", f.Converged.Seconds()))
-		phases = append(phases, fmt.Sprintf("%.1f s / %.1f s", f.Claimed.Seconds(), f.LastProvisioned.Seconds()))
-		until = append(until, f.Until.String())
-		conflicts = append(conflicts, trim(f.Until.Conflicts))
-		rest = append(rest, fmt.Sprintf("%s (probes %s)", f.AtRest, trim(f.AtRest.Probes)))
-	}
-	r.table(r, []string{"", "this provider"}, [][]string{
-		{"time until all 6 Metal3Machines are ready", strings.Join(times, ", ")},
-		{"… of which: last host claimed / last host reported provisioned by BMO", strings.Join(phases, ", ")},
-		{"requests until then (reads / writes)", strings.Join(until, ", ")},
-		{"conflicts (409) until then", strings.Join(conflicts, ", ")},
-		{"requests at rest, per minute (reads / writes)", strings.Join(rest, ", ")},
-	})
-	if len(runs) > 0 {
-		r.printf("\nRequests of the last run until ready: %s.\n", runs[len(runs)-1].Until.Top(12))
-	}
-}
-
 func (r *report) association(results []associationResult) {
 	r.printf("\n## Association against the floor\n\nN Metal3Machines created at once against N available hosts; the floor does only the writes an " +
-		"association needs (user-data Secret, host claim, machine status) with the provider's workers (10) and client limits (20 QPS, burst 30).\n\n")
+		"association needs (user-data Secret, host claim, machine status) with the provider's workers (10) and client limits (per kind: 100 QPS, burst 200 on the management cluster; 20 QPS, burst 30 on a pool).\n\n")
 	var rows [][]string
 	for _, a := range results {
 		perAssoc := (a.Management.Reads + a.Management.Writes + a.Pool.Reads + a.Pool.Writes) / float64(a.Machines)

@@ -18,14 +18,51 @@ package main
 
 import (
 	"fmt"
+	"html"
 	"sort"
 	"strings"
 )
 
+// plotSeries is one line of the association plot: a mode's association
+// times, or its floor (dashed, in the mode's colour).
+type plotSeries struct {
+	name, color, dash string
+	mode              assocMode
+	value             func(associationResult) float64
+}
+
+// associationSeries are the plot's lines in legend order. Upstream runs
+// against the same in-cluster setup, so its floor is the in-cluster floor
+// and is not drawn twice.
+func associationSeries() []plotSeries {
+	associated := func(r associationResult) float64 { return r.Associated.Seconds() }
+	floor := func(r associationResult) float64 { return r.Floor.Seconds() }
+	var lines []plotSeries
+	for _, m := range []struct {
+		mode       assocMode
+		name       string
+		color      string
+		floorDrawn bool
+	}{
+		{modeInCluster, "in-cluster", "#1f77b4", true},
+		{modeRemote, "remote identity", "#d62728", true},
+		{modeHostClaim, "HostClaim", "#2ca02c", true},
+		{modeUpstream, "upstream v1.13.2", "#ff7f0e", false},
+	} {
+		lines = append(lines, plotSeries{m.name, m.color, "", m.mode, associated})
+		if m.floorDrawn {
+			lines = append(lines, plotSeries{m.name + " floor", m.color, "4 3", m.mode, floor})
+		}
+	}
+	return lines
+}
+
 // associationPlot draws association time (and the floor) against the
-// number of machines, one line per mode, as a small self-contained SVG.
+// number of machines, one line per mode and one dashed per floor, as a
+// small self-contained SVG. Modes without results are left out, legend
+// included; each line carries its name as a title.
 func associationPlot(results []associationResult) string {
-	const w, h, left, bottom, top, right = 640, 400, 60, 50, 30, 170
+	const w, h, left, bottom, top, right = 680, 400, 60, 50, 30, 190
 	maxN, maxT := 1, 1.0
 	for _, r := range results {
 		maxN = max(maxN, r.Machines)
@@ -46,39 +83,33 @@ func associationPlot(results []associationResult) string {
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">Metal3Machines</text>`+"\n", (left+w-right)/2, h-12)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">time until all are associated</text>`+"\n", (left+w-right)/2, 18)
-	type series struct {
-		name, color, dash string
-		value             func(associationResult) float64
-		mode              assocMode
-	}
-	lines := []series{
-		{"in-cluster", "#1f77b4", "", func(r associationResult) float64 { return r.Associated.Seconds() }, modeInCluster},
-		{"in-cluster floor", "#1f77b4", "4 3", func(r associationResult) float64 { return r.Floor.Seconds() }, modeInCluster},
-		{"remote identity", "#d62728", "", func(r associationResult) float64 { return r.Associated.Seconds() }, modeRemote},
-		{"remote floor", "#d62728", "4 3", func(r associationResult) float64 { return r.Floor.Seconds() }, modeRemote},
-	}
-	for i, l := range lines {
+	drawn := 0
+	for _, l := range associationSeries() {
 		var pts []associationResult
 		for _, r := range results {
 			if r.Mode == l.mode {
 				pts = append(pts, r)
 			}
 		}
+		if len(pts) == 0 {
+			continue
+		}
 		sort.Slice(pts, func(a, b int) bool { return pts[a].Machines < pts[b].Machines })
-		var coords []string
-		for _, p := range pts {
-			coords = append(coords, fmt.Sprintf("%.1f,%.1f", x(p.Machines), y(l.value(p))))
+		coords := make([]string, len(pts))
+		for i, p := range pts {
+			coords[i] = fmt.Sprintf("%.1f,%.1f", x(p.Machines), y(l.value(p)))
 		}
-		if len(coords) > 0 {
-			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" stroke-dasharray="%s" points="%s"/>`+"\n", l.color, l.dash, strings.Join(coords, " "))
-			for _, c := range coords {
-				xy := strings.Split(c, ",")
-				fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", xy[0], xy[1], l.color)
-			}
+		name := html.EscapeString(l.name)
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" stroke-dasharray="%s" points="%s"><title>%s</title></polyline>`+"\n",
+			l.color, l.dash, strings.Join(coords, " "), name)
+		for _, c := range coords {
+			cx, cy, _ := strings.Cut(c, ",")
+			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", cx, cy, l.color)
 		}
-		ly := top + 20 + i*20
+		ly := top + 20 + drawn*20
 		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2" stroke-dasharray="%s"/><text x="%d" y="%d">%s</text>`+"\n",
-			w-right+10, ly, w-right+35, ly, l.color, l.dash, w-right+40, ly+4, l.name)
+			w-right+10, ly, w-right+35, ly, l.color, l.dash, w-right+40, ly+4, name)
+		drawn++
 	}
 	b.WriteString("</svg>\n")
 	return b.String()

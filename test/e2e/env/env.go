@@ -209,6 +209,13 @@ type ManagementOptions struct {
 	// WithIPAM runs both IP address managers (Metal3's and Cluster API's
 	// in-cluster provider), with their CRDs, for data templates' pools.
 	WithIPAM bool
+	// Upstream, when set, runs that release of upstream CAPM3 instead of
+	// this provider, as `clusterctl init` installs it: its CRDs, webhook
+	// configurations and RBAC from its release (none of ours), its manager
+	// run as its Deployment (testenv.Env.StartUpstreamCAPM3; ProviderArgs
+	// replace its flags), and the Metal3 IPAM's CRDs it watches.
+	// Management.Provider is its manager's process.
+	Upstream *testenv.UpstreamRelease
 }
 
 // StartManagement starts a management cluster running Cluster API and the
@@ -222,14 +229,35 @@ func StartManagement(t testenv.T, opts ManagementOptions) *Management {
 	}
 	if opts.WithIPAM {
 		crdPaths = append(crdPaths, testenv.IPAMCRDPath(t), testenv.InClusterIPAMCRDPath(t))
+	} else if opts.Upstream != nil {
+		// Upstream's manager watches Metal3 IPPools: without their API its
+		// controllers never start.
+		crdPaths = append(crdPaths, testenv.IPAMCRDPath(t))
+	}
+	webhooks := capiWebhooks(t)
+	var providerCRDs []*apiextensionsv1.CustomResourceDefinition
+	if opts.Upstream == nil {
+		providerCRDs = testenv.ProviderCRDs(t)
+	} else {
+		// Upstream's webhook configurations name the same kinds as ours:
+		// only its own are installed.
+		webhooks.Paths = nil
 	}
 	mgmt := testenv.Start(t, testenv.Options{
 		Scheme:            Scheme(),
-		CRDs:              testenv.ProviderCRDs(t),
+		CRDs:              providerCRDs,
 		CRDDirectoryPaths: crdPaths,
-		Webhooks:          capiWebhooks(t),
+		Webhooks:          webhooks,
 		AuditLogPath:      opts.AuditLogPath,
 	})
+	if opts.Upstream != nil {
+		// Before Cluster API starts, which reads the contract labels of
+		// the infrastructure kinds' CRDs; the namespace of its webhook
+		// Service comes with its RBAC.
+		shipped := opts.Upstream.Shipped(t, nil)
+		mgmt.InstallRBAC(t, shipped)
+		mgmt.InstallShippedAPI(t, shipped)
+	}
 	if opts.WithIPAM {
 		mgmt.StartIPAM(t)
 		mgmt.StartInClusterIPAM(t)
@@ -237,6 +265,10 @@ func StartManagement(t testenv.T, opts ManagementOptions) *Management {
 	labelForClusterctl(t, mgmt)
 	mgmt.ServeProviderWebhooks(t, setupCAPIWebhooks)
 	startCAPI(t, mgmt.Config)
+	if opts.Upstream != nil {
+		manager := mgmt.StartUpstreamCAPM3(t, opts.Upstream, opts.ProviderArgs...)
+		return &Management{Env: mgmt, Name: opts.Name, Provider: manager.Process}
+	}
 	provider := startProvider(t, mgmt, opts.ProviderArgs...)
 	return &Management{Env: mgmt, Name: opts.Name, Provider: provider}
 }

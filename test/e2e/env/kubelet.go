@@ -67,6 +67,14 @@ type kubelet struct {
 	off map[types.UID]bool
 }
 
+// StartKubelet runs the kubelet stand-in until t ends: a Node on workload
+// for every provisioned, powered-on host of every cluster in hostClusters
+// (see kubelet), for benchmarks that build their own environment.
+func StartKubelet(t testenv.T, workload *testenv.Env, hostClusters ...*testenv.Env) {
+	t.Helper()
+	startKubelet(t, workload, hostClusters...)
+}
+
 // startKubelet runs the stand-in until t ends, for the hosts of every
 // cluster in hostClusters.
 func startKubelet(t testenv.T, workload *testenv.Env, hostClusters ...*testenv.Env) *kubelet {

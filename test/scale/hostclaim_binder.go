@@ -1,0 +1,258 @@
+/*
+Copyright The Metal3 Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
+	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
+)
+
+const (
+	binderHostNamespace   = "pool-binder"   // the hosts of the binder's memory scenario
+	binderTenantNamespace = "tenant-binder" // its claims
+	// binderRestWindow is how long the binder's requests at rest are
+	// counted once every claim is bound.
+	binderRestWindow = time.Minute
+)
+
+// binderMemoryResult is what a pool of hosts, and claims bound to them,
+// cost the HostClaim binder's process.
+type binderMemoryResult struct {
+	Hosts, Claims int
+	// Bound is the time from creating the first claim until every claim
+	// was bound and had its HardwareData copy.
+	Bound time.Duration
+	// Binding are the binder's requests until then.
+	Binding requestCount
+	// IdleRSS and IdleHeap are the process's before any host or claim,
+	// RSS, HeapAlloc and HeapInuse once every claim is bound and the
+	// binder is quiet (the heap from its Go runtime's metrics, not forced
+	// to a collection).
+	IdleRSS, IdleHeap, RSS, HeapAlloc, HeapInuse uint64
+	// AtRest is the binder's requests per minute over RestWindow, once it
+	// is quiet.
+	AtRest     requestCount
+	RestWindow time.Duration
+}
+
+// runBinderMemory runs the binder as shipped on a pool server with hosts
+// hosts as the Bare Metal Operator leaves them after inspection, in a
+// namespace a HostDeployPolicy opens to a tenant namespace, then creates
+// claims claims there, each with its user-data Secret, as the provider
+// does, and measures the binder's memory once it has bound them all, and
+// its requests at rest afterwards.
+func runBinderMemory(ctx context.Context, t testenv.T, hosts, claims int) (binderMemoryResult, error) {
+	res := binderMemoryResult{Hosts: hosts, Claims: claims}
+	audit := filepath.Join(t.TempDir(), "binder-pool-audit.log")
+	pool := testenv.Start(t, testenv.Options{Scheme: env.Scheme(), CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}, AuditLogPath: audit})
+	for _, ns := range []string{binderHostNamespace, binderTenantNamespace} {
+		if err := env.CreateNamespace(ctx, pool.Client, ns); err != nil {
+			return res, err
+		}
+	}
+	if err := admitClaims(ctx, pool.Client, binderHostNamespace, binderTenantNamespace); err != nil {
+		return res, err
+	}
+	metricsAddr := testenv.FreeLoopbackAddr(t)
+	binder := pool.StartHostClaimBinder(t, "--metrics-bind-address="+metricsAddr)
+	metrics := "http://" + metricsAddr + "/metrics"
+	if err := waitBinderWatching(ctx, audit); err != nil {
+		return res, err
+	}
+	var err error
+	if res.IdleRSS, err = processRSS(binder.Pid()); err != nil {
+		return res, err
+	}
+	if res.IdleHeap, err = processMetric(ctx, metrics, "go_memstats_heap_alloc_bytes"); err != nil {
+		return res, err
+	}
+
+	if err := createInspectedHosts(ctx, pool.Client, []string{binderHostNamespace}, hosts); err != nil {
+		return res, err
+	}
+	started := time.Now()
+	if err := parallel(claims, 8, func(i int) error { return createClaim(ctx, pool.Client, binderTenantNamespace, i) }); err != nil {
+		return res, err
+	}
+	if err := pollUntil(ctx, 60*time.Minute, 2*time.Second, "every claim bound", func() (bool, error) {
+		return claimsBound(ctx, pool.Client, binderTenantNamespace, claims)
+	}); err != nil {
+		return res, err
+	}
+	bound := time.Now()
+	res.Bound = bound.Sub(started)
+
+	quiet := []quietLog{{audit, testenv.HostClaimBinderUser}}
+	if err := waitQuiet(ctx, quiet); err != nil {
+		return res, err
+	}
+	if res.RSS, err = processRSS(binder.Pid()); err != nil {
+		return res, err
+	}
+	if res.HeapAlloc, err = processMetric(ctx, metrics, "go_memstats_heap_alloc_bytes"); err != nil {
+		return res, err
+	}
+	if res.HeapInuse, err = processMetric(ctx, metrics, "go_memstats_heap_inuse_bytes"); err != nil {
+		return res, err
+	}
+	restStart := time.Now()
+	time.Sleep(binderRestWindow)
+	res.RestWindow = time.Since(restStart)
+	events, err := testenv.ReadAuditLog(audit)
+	if err != nil {
+		return res, err
+	}
+	byBinder := filterUser(events, testenv.HostClaimBinderUser)
+	res.Binding = countRequests(byBinder, started, bound)
+	res.AtRest = countRequests(byBinder, restStart, restStart.Add(res.RestWindow)).perMinute(res.RestWindow)
+	return res, nil
+}
+
+// createClaim creates the i-th claim of namespace and its user-data Secret,
+// with what to provision, as the provider creates a machine's.
+func createClaim(ctx context.Context, c client.Client, namespace string, i int) error {
+	name := fmt.Sprintf("claim-%05d", i)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-user-data"},
+		Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
+	}
+	if err := c.Create(ctx, secret); err != nil {
+		return fmt.Errorf("create Secret %s/%s: %w", namespace, secret.Name, err)
+	}
+	claim := &bmov1alpha1.HostClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: bmov1alpha1.HostClaimSpec{
+			PoweredOn: true, Image: floorImage(),
+			UserData:    &corev1.SecretReference{Namespace: namespace, Name: secret.Name},
+			ConsumerRef: &corev1.ObjectReference{APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Machine", Namespace: "cluster", Name: name},
+		},
+	}
+	if err := c.Create(ctx, claim); err != nil {
+		return fmt.Errorf("create HostClaim %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// claimsBound reports whether want claims of namespace are bound and point
+// at their HardwareData copy.
+func claimsBound(ctx context.Context, c client.Client, namespace string, want int) (bool, error) {
+	claims := &bmov1alpha1.HostClaimList{}
+	if err := c.List(ctx, claims, client.InNamespace(namespace)); err != nil {
+		return false, err
+	}
+	n := 0
+	for i := range claims.Items {
+		claim := &claims.Items[i]
+		if meta.IsStatusConditionTrue(claim.Status.Conditions, bmov1alpha1.AssociatedCondition) && claim.Status.HardwareData != nil {
+			n++
+		}
+	}
+	return n >= want, nil
+}
+
+// processMetric reads an unlabelled metric of a process's Prometheus
+// endpoint (plain HTTP on loopback), such as its Go runtime's heap.
+func processMetric(ctx context.Context, url, name string) (uint64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for scanner.Scan() {
+		if value, ok := strings.CutPrefix(scanner.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(value, 64)
+			return uint64(f), err
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s: no metric %s", url, name)
+}
+
+// rows are the scenario's figures for the Markdown table.
+func (r binderMemoryResult) rows() [][2]string {
+	perPair := func(total, idle uint64) string {
+		return kib(float64(int64(total)-int64(idle)) / float64(max(r.Hosts, r.Claims)))
+	}
+	return [][2]string{
+		{"hosts / claims bound", fmt.Sprintf("%d / %d", r.Hosts, r.Claims)},
+		{"time until every claim is bound", r.Bound.Round(time.Millisecond).String()},
+		{"binder's requests until then (reads / writes), per claim", fmt.Sprintf("%s, %.1f / %.1f per claim (conflicts %s)",
+			r.Binding, r.Binding.Reads/float64(r.Claims), r.Binding.Writes/float64(r.Claims), trim(r.Binding.Conflicts))},
+		{"RSS of the binder, idle → all bound", fmt.Sprintf("%s → %s (%s per host and its claim)", mib(r.IdleRSS), mib(r.RSS), perPair(r.RSS, r.IdleRSS))},
+		{"Go heap of the binder, idle → all bound (in use at the end)", fmt.Sprintf("%s → %s (%s) (%s per host and its claim)",
+			mib(r.IdleHeap), mib(r.HeapAlloc), mib(r.HeapInuse), perPair(r.HeapAlloc, r.IdleHeap))},
+		{fmt.Sprintf("binder's requests at rest, per minute (reads / writes), over %s", r.RestWindow.Round(time.Second)),
+			fmt.Sprintf("%s, probes %s (target 0)", r.AtRest, trim(r.AtRest.Probes))},
+	}
+}
+
+// binderRows reports the binder's side of the HostClaim association runs:
+// its requests to the pool during the association and at rest.
+func (r *report) binderRows(results []associationResult) {
+	var rows [][]string
+	var last *associationResult
+	for i := range results {
+		a := &results[i]
+		if a.Mode != modeHostClaim {
+			continue
+		}
+		last = a
+		rest := "not measured"
+		if a.RestWindow > 0 {
+			rest = fmt.Sprintf("%s (probes %s)", a.AtRestBinder, trim(a.AtRestBinder.Probes))
+		}
+		rows = append(rows, []string{
+			strconv.Itoa(a.Machines), a.Binder.String(),
+			fmt.Sprintf("%.1f / %.1f", a.Binder.Reads/float64(a.Machines), a.Binder.Writes/float64(a.Machines)),
+			trim(a.Binder.Conflicts), rest,
+		})
+	}
+	if last == nil {
+		return
+	}
+	r.printf("\n## The HostClaim binder during association\n\nThe binder as shipped (4 workers, no client rate limit) on the pool server, " +
+		"binding the claims of the HostClaim runs above; requests from the pool's audit log.\n\n")
+	r.table(r, []string{"N", "binder's requests (reads / writes)", "per claim (reads / writes)", "conflicts", "at rest, per minute (reads / writes)"}, rows)
+	r.printf("\nThe binder's requests of the last run (N = %d): %s.\n", last.Machines, last.Binder.Top(12))
+}
