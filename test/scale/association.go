@@ -171,16 +171,10 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 	if err := a.createCluster(ctx, n); err != nil {
 		return res, err
 	}
-	started := time.Now()
-	if err := createMetal3Machines(ctx, a.mgmt.Client, n); err != nil {
+	started, associated, err := associateMachines(ctx, a.mgmt.Client, n)
+	if err != nil {
 		return res, err
 	}
-	if err := pollUntil(ctx, 30*time.Minute, flowPoll, "machines associated", func() (bool, error) {
-		return metal3MachinesWith(ctx, a.mgmt.Client, assocNamespace, infrav1.HostAssociatedCondition, n)
-	}); err != nil {
-		return res, err
-	}
-	associated := time.Now()
 	res.Associated = associated.Sub(started)
 
 	// At rest: once every host is provisioned (the driver's provisioning
@@ -241,20 +235,7 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 // the host's claim (one update) and the machine's status. Its machines
 // have no owner Machine, so the provider leaves them alone.
 func (a *association) floor(ctx context.Context, n int) (time.Duration, error) {
-	for i := range n {
-		m3m := &infrav1.Metal3Machine{
-			ObjectMeta: metav1.ObjectMeta{Namespace: floorNamespace, Name: fmt.Sprintf("floor-%d", i)},
-			Spec:       infrav1.Metal3MachineSpec{Image: env.Image},
-		}
-		if err := a.mgmt.Client.Create(ctx, m3m); err != nil {
-			return 0, err
-		}
-	}
-	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := a.hosts.Client.List(ctx, hosts, client.InNamespace(floorHosts)); err != nil {
-		return 0, err
-	}
-	mgmt, err := throttledClient(a.mgmt.Config, providerQPS, providerBurst)
+	hosts, mgmt, err := a.prepareFloor(ctx, n)
 	if err != nil {
 		return 0, err
 	}
@@ -295,6 +276,27 @@ func floorAssociation(ctx context.Context, mgmt, pool client.Client, host *bmov1
 
 // throttledClient is a client with the rate limits qps and burst, per
 // kind, as the provider's clients have.
+// prepareFloor creates the floor's n Metal3Machines (without owner: the
+// provider leaves them alone), and returns its hosts and its management
+// client, with the provider's limits.
+func (a *association) prepareFloor(ctx context.Context, n int) (*bmov1alpha1.BareMetalHostList, client.Client, error) {
+	for i := range n {
+		m3m := &infrav1.Metal3Machine{
+			ObjectMeta: metav1.ObjectMeta{Namespace: floorNamespace, Name: fmt.Sprintf("floor-%d", i)},
+			Spec:       infrav1.Metal3MachineSpec{Image: env.Image},
+		}
+		if err := a.mgmt.Client.Create(ctx, m3m); err != nil {
+			return nil, nil, err
+		}
+	}
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	if err := a.hosts.Client.List(ctx, hosts, client.InNamespace(floorHosts)); err != nil {
+		return nil, nil, err
+	}
+	mgmt, err := throttledClient(a.mgmt.Config, providerQPS, providerBurst)
+	return hosts, mgmt, err
+}
+
 func throttledClient(cfg *rest.Config, qps float32, burst int) (client.Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = qps, burst
@@ -324,6 +326,13 @@ func (a *association) createCluster(ctx context.Context, n int) error {
 	if err := c.Status().Patch(ctx, cluster, patch); err != nil {
 		return err
 	}
+	return createMachines(ctx, c, name, n)
+}
+
+// createMachines creates the n Machines m-<i> of cluster name in the
+// association's namespace, with their bootstrap data, whose
+// Metal3Machines come later.
+func createMachines(ctx context.Context, c client.Client, name string, n int) error {
 	return parallel(n, 8, func(i int) error {
 		return c.Create(ctx, &clusterv1.Machine{
 			ObjectMeta: metav1.ObjectMeta{Namespace: assocNamespace, Name: fmt.Sprintf("m-%d", i), Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
@@ -336,6 +345,19 @@ func (a *association) createCluster(ctx context.Context, n int) error {
 			},
 		})
 	})
+}
+
+// associateMachines creates the n Metal3Machines and waits until all are
+// HostAssociated: the measured window, from the first create.
+func associateMachines(ctx context.Context, c client.Client, n int) (started, associated time.Time, err error) {
+	started = time.Now()
+	if err := createMetal3Machines(ctx, c, n); err != nil {
+		return started, started, err
+	}
+	err = pollUntil(ctx, 30*time.Minute, flowPoll, "machines associated", func() (bool, error) {
+		return metal3MachinesWith(ctx, c, assocNamespace, infrav1.HostAssociatedCondition, n)
+	})
+	return started, time.Now(), err
 }
 
 // createMetal3Machines creates the n Metal3Machines, owned by their

@@ -28,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -113,16 +112,10 @@ func runHostClaimAssociation(ctx context.Context, t testenv.T, dir string, n int
 	if err := a.createHostClaimCluster(ctx, n); err != nil {
 		return res, err
 	}
-	started := time.Now()
-	if err := createMetal3Machines(ctx, a.mgmt.Client, n); err != nil {
+	started, associated, err := associateMachines(ctx, a.mgmt.Client, n)
+	if err != nil {
 		return res, err
 	}
-	if err := pollUntil(ctx, 30*time.Minute, flowPoll, "machines associated", func() (bool, error) {
-		return metal3MachinesWith(ctx, a.mgmt.Client, assocNamespace, infrav1.HostAssociatedCondition, n)
-	}); err != nil {
-		return res, err
-	}
-	associated := time.Now()
 	res.Associated = associated.Sub(started)
 
 	if rest > 0 {
@@ -202,18 +195,7 @@ func (a *association) createHostClaimCluster(ctx context.Context, n int) error {
 	if err := c.Status().Patch(ctx, cluster, patch); err != nil {
 		return err
 	}
-	return parallel(n, 8, func(i int) error {
-		return c.Create(ctx, &clusterv1.Machine{
-			ObjectMeta: metav1.ObjectMeta{Namespace: assocNamespace, Name: fmt.Sprintf("m-%d", i), Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-			Spec: clusterv1.MachineSpec{
-				ClusterName: name,
-				Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(name + "-bootstrap")},
-				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: infrav1.GroupVersion.Group, Kind: "Metal3Machine", Name: fmt.Sprintf("m-%d", i),
-				},
-			},
-		})
-	})
+	return createMachines(ctx, c, name, n)
 }
 
 // claimsAtRest waits until every machine is Ready (its host provisioned)
@@ -284,20 +266,7 @@ func (a *association) readAuditLogs() (mgmtEvents, poolEvents []testenv.AuditEve
 // reads are left out. Its machines have no owner Machine, so the provider
 // leaves them alone; it runs before the binder starts.
 func hostClaimFloor(ctx context.Context, a *association, n int) (time.Duration, error) {
-	for i := range n {
-		m3m := &infrav1.Metal3Machine{
-			ObjectMeta: metav1.ObjectMeta{Namespace: floorNamespace, Name: fmt.Sprintf("floor-%d", i)},
-			Spec:       infrav1.Metal3MachineSpec{Image: env.Image},
-		}
-		if err := a.mgmt.Client.Create(ctx, m3m); err != nil {
-			return 0, err
-		}
-	}
-	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := a.hosts.Client.List(ctx, hosts, client.InNamespace(floorHosts)); err != nil {
-		return 0, err
-	}
-	mgmt, err := throttledClient(a.mgmt.Config, providerQPS, providerBurst)
+	hosts, mgmt, err := a.prepareFloor(ctx, n)
 	if err != nil {
 		return 0, err
 	}

@@ -221,18 +221,7 @@ func createUpstreamCluster(ctx context.Context, c client.Client, n int) error {
 	if err := c.Status().Patch(ctx, cluster, patch); err != nil {
 		return err
 	}
-	return parallel(n, 8, func(i int) error {
-		return c.Create(ctx, &clusterv1.Machine{
-			ObjectMeta: metav1.ObjectMeta{Namespace: assocNamespace, Name: fmt.Sprintf("m-%d", i), Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-			Spec: clusterv1.MachineSpec{
-				ClusterName: name,
-				Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(name + "-bootstrap")},
-				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: infrav1.GroupVersion.Group, Kind: "Metal3Machine", Name: fmt.Sprintf("m-%d", i),
-				},
-			},
-		})
-	})
+	return createMachines(ctx, c, name, n)
 }
 
 // createUpstreamMetal3Machines creates the n Metal3Machines in upstream's
