@@ -147,7 +147,15 @@ func run(ctx context.Context, o options) error {
 	report := &report{}
 	report.printf("# Scale, cost and crash consistency\n\nMeasured %s on %s (%d CPUs, %s/%s, %s) with `make bench-scale`.\n",
 		time.Now().UTC().Format("2006-01-02"), hostName(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
-	progress := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "… "+format+"\n", args...) }
+	results := filepath.Join(o.out, "results.md")
+	// Each step first saves the figures so far: a run cut short (or
+	// interrupted) keeps what it measured.
+	progress := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "… "+format+"\n", args...)
+		if err := os.WriteFile(results, []byte(report.String()), 0o600); err != nil {
+			fmt.Fprintf(os.Stderr, "… cannot save %s: %v\n", results, err)
+		}
+	}
 	// A failed scenario is reported where its figures would be, and the
 	// others still run: hours of figures are not lost to one of them.
 	var failures []error
@@ -299,7 +307,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	fmt.Print(report.String())
-	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(report.String()), 0o600); err != nil {
+	if err := os.WriteFile(results, []byte(report.String()), 0o600); err != nil {
 		failures = append(failures, err)
 	}
 	return errors.Join(failures...)
