@@ -241,10 +241,11 @@ func (r *Reconciler) admittedNamespaces(ctx context.Context, claim *bmov1alpha1.
 
 // takeHost binds candidate to claim in one update guarded by the
 // resourceVersion the candidate was chosen at, so two claims never both
-// take a host. The update sets only the consumerRef (and ends a node reuse
+// take a host. The update sets the consumerRef (and ends a node reuse
 // reservation); what to provision follows once the claim's Secrets are
-// copied next to the host. A conflict is settled by reading the host from
-// the API server: it is the claim's if its consumerRef says so, and it is
+// copied next to the host, or comes with it if the claim has none. A
+// conflict is settled by reading the host from the API server: it is the
+// claim's if its consumerRef says so, and it is
 // tried again if it is still free (BMO updating the host is the usual
 // conflict, not another claim).
 func (r *Reconciler) takeHost(ctx context.Context, claim *bmov1alpha1.HostClaim, candidate *bmov1alpha1.BareMetalHost) (*bmov1alpha1.BareMetalHost, error) {
@@ -258,6 +259,16 @@ func (r *Reconciler) takeHost(ctx context.Context, claim *bmov1alpha1.HostClaim,
 		// A host the claim may take carries no unhealthy mark: a marked-by
 		// left when the pool admin cleared the mark counts for no one.
 		delete(host.Annotations, hostclaim.UnhealthyMarkedByAnnotation)
+		if !referencesSecrets(claim) {
+			// No Secret to copy next to the host first: the binding
+			// gives the host what to provision too. A second write
+			// would conflict with the status write BMO makes on seeing
+			// the binding.
+			var err error
+			if host, err = r.hostAsClaimed(ctx, claim, host); err != nil {
+				return nil, err
+			}
+		}
 		err := r.Client.Update(ctx, host)
 		if err == nil {
 			return host, nil
@@ -321,4 +332,15 @@ func (r *Reconciler) reportMissingHost(ctx context.Context, claim *bmov1alpha1.H
 		ctrl.LoggerFrom(ctx).Info("bound host is gone", "host", ref.Namespace+"/"+ref.Name)
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, bmov1alpha1.MissingBareMetalHostReason, "Bind", "%s", message)
 	}
+}
+
+// referencesSecrets reports whether claim references any Secret to copy
+// next to its host.
+func referencesSecrets(claim *bmov1alpha1.HostClaim) bool {
+	for _, s := range secretRefs(claim) {
+		if s.ref != nil && s.ref.Name != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -82,12 +82,16 @@ type Reconciler struct {
 	// are many and the binder needs few) and hosts whose cached copy may
 	// not show a write of this process yet.
 	APIReader client.Reader
-	Recorder  events.EventRecorder
-	Options   Options
+	// SecretMetadata reads the metadata of Secrets from the manager's
+	// cache, which the Secret watch fills (copies.go).
+	SecretMetadata client.Reader
+	Recorder       events.EventRecorder
+	Options        Options
 
 	inFlight pool.Holds[types.NamespacedName]
 	states   claimStates
 	marks    unhealthyMarks
+	copies   copiedVersions
 	now      func() time.Time
 }
 
@@ -100,7 +104,7 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 		opts.Concurrency = 1
 	}
 	return &Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SecretMetadata: mgr.GetCache(),
 		Recorder: mgr.GetEventRecorder("hostclaim-binder"), Options: opts,
 		now: time.Now,
 	}

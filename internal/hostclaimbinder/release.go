@@ -70,7 +70,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, claim *bmov1alpha1.Hos
 	if hostNamespace != "" {
 		for _, s := range secretRefs(claim) {
 			key := types.NamespacedName{Namespace: hostNamespace, Name: hostclaim.SecretCopyName(claim.Name, claim.UID, s.purpose)}
-			if err := r.deleteSecretCopy(ctx, key, claim.UID); err != nil {
+			if err := r.deleteSecretCopy(ctx, key, claim.UID, false); err != nil {
 				return err
 			}
 		}

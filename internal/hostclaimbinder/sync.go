@@ -72,6 +72,16 @@ func (f *syncFailure) Error() string { return f.message }
 // Secret cannot be copied, the host is left to provision what it had
 // (never provisioned without the tenant's data).
 func (r *Reconciler) syncHost(ctx context.Context, claim *bmov1alpha1.HostClaim, host *bmov1alpha1.BareMetalHost) (*bmov1alpha1.BareMetalHost, error) {
+	updated, err := r.hostAsClaimed(ctx, claim, host)
+	if err != nil {
+		return nil, err
+	}
+	return r.patchHost(ctx, host, updated)
+}
+
+// hostAsClaimed returns a copy of host as claim has it (syncHost), with
+// the claim's conditions set and its Secrets copied next to host.
+func (r *Reconciler) hostAsClaimed(ctx context.Context, claim *bmov1alpha1.HostClaim, host *bmov1alpha1.BareMetalHost) (*bmov1alpha1.BareMetalHost, error) {
 	updated := host.DeepCopy()
 	if _, paused := claim.Annotations[hostclaim.PausedAnnotation]; paused {
 		if _, has := updated.Annotations[hostclaim.PausedAnnotation]; !has {
@@ -82,7 +92,7 @@ func (r *Reconciler) syncHost(ctx context.Context, claim *bmov1alpha1.HostClaim,
 		}
 		setCondition(claim, bmov1alpha1.SynchronizedCondition, metav1.ConditionFalse, bmov1alpha1.HostPausedReason,
 			"the claim is paused: its host is paused and not synchronized")
-		return r.patchHost(ctx, host, updated)
+		return updated, nil
 	}
 	if updated.Annotations[hostclaim.PausedAnnotation] == hostclaim.PausedByBinder {
 		delete(updated.Annotations, hostclaim.PausedAnnotation)
@@ -115,7 +125,7 @@ func (r *Reconciler) syncHost(ctx context.Context, claim *bmov1alpha1.HostClaim,
 	if _, err := r.markUnhealthy(ctx, claim, updated); err != nil {
 		return nil, err
 	}
-	return r.patchHost(ctx, host, updated)
+	return updated, nil
 }
 
 // refuse reports in the claim's Synchronized condition what of it is not
@@ -155,7 +165,7 @@ func (r *Reconciler) syncSecrets(ctx context.Context, claim *bmov1alpha1.HostCla
 	for _, s := range secretRefs(claim) {
 		name := hostclaim.SecretCopyName(claim.Name, claim.UID, s.purpose)
 		if s.ref == nil || s.ref.Name == "" {
-			if err := r.deleteSecretCopy(ctx, types.NamespacedName{Namespace: host.Namespace, Name: name}, claim.UID); err != nil {
+			if err := r.deleteSecretCopy(ctx, types.NamespacedName{Namespace: host.Namespace, Name: name}, claim.UID, true); err != nil {
 				return nil, err
 			}
 			continue
@@ -195,21 +205,32 @@ func (r *Reconciler) copySecret(ctx context.Context, claim *bmov1alpha1.HostClai
 		return &syncFailure{message: fmt.Sprintf("Secret %s/%s is not in the claim's namespace %s; only Secrets of the claim's namespace are used",
 			ref.Namespace, ref.Name, claim.Namespace)}
 	}
+	sourceKey := types.NamespacedName{Namespace: claim.Namespace, Name: ref.Name}
+	key := types.NamespacedName{Namespace: host.Namespace, Name: name}
+	cachedSource, err := r.secretMetadata(ctx, sourceKey)
+	if err != nil {
+		return err
+	}
+	cachedCopy, err := r.secretMetadata(ctx, key)
+	if err != nil {
+		return err
+	}
+	if r.copies.inSync(key, host.UID, cachedSource, cachedCopy) {
+		return nil
+	}
 	source := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: ref.Name}, source); err != nil {
+	if err := r.APIReader.Get(ctx, sourceKey, source); err != nil {
 		if apierrors.IsNotFound(err) {
 			return &syncFailure{message: fmt.Sprintf("Secret %s not found in namespace %s", ref.Name, claim.Namespace)}
 		}
-		return fmt.Errorf("get Secret %s/%s: %w", claim.Namespace, ref.Name, err)
+		return fmt.Errorf("get Secret %s: %w", sourceKey, err)
 	}
 	owner := metav1.OwnerReference{
 		APIVersion: bmov1alpha1.GroupVersion.String(), Kind: "BareMetalHost", Name: host.Name, UID: host.UID,
 	}
-	key := types.NamespacedName{Namespace: host.Namespace, Name: name}
-	current := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, key, current)
-	switch {
-	case apierrors.IsNotFound(err):
+	// create writes the copy; an existing Secret of that name, the claim's
+	// or not, is never overwritten by it (AlreadyExists).
+	create := func() error {
 		fresh := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: key.Namespace, Name: key.Name,
@@ -221,28 +242,63 @@ func (r *Reconciler) copySecret(ctx context.Context, claim *bmov1alpha1.HostClai
 			Data: source.Data,
 		}
 		if err := r.Client.Create(ctx, fresh); err != nil {
+			return err
+		}
+		r.copies.record(host.UID, source, fresh)
+		ctrl.LoggerFrom(ctx).Info("copied Secret next to the host", "secret", klog.KObj(source), "copy", key.String())
+		return nil
+	}
+	if cachedCopy == nil {
+		// No copy cached: created without a read first. Only a copy
+		// the cache does not show yet makes it fail; it is read then.
+		err := create()
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return fmt.Errorf("create Secret %s: %w", key, err)
+			}
+			return nil
+		}
+	}
+	current := &corev1.Secret{}
+	err = r.APIReader.Get(ctx, key, current)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := create(); err != nil {
 			return fmt.Errorf("create Secret %s: %w", key, err)
 		}
-		ctrl.LoggerFrom(ctx).Info("copied Secret next to the host", "secret", klog.KObj(source), "copy", key.String())
 	case err != nil:
 		return fmt.Errorf("get Secret %s: %w", key, err)
 	case current.Labels[hostclaim.ClaimUIDLabel] != string(claim.UID):
 		return &syncFailure{message: fmt.Sprintf("Secret %s next to the host exists and was not written for this claim", key)}
 	case maps.EqualFunc(current.Data, source.Data, bytes.Equal) && len(current.OwnerReferences) == 1 && current.OwnerReferences[0].UID == host.UID:
-		// Unchanged.
+		r.copies.record(host.UID, source, current)
 	default:
 		current.Data = source.Data
 		current.OwnerReferences = []metav1.OwnerReference{owner}
 		if err := r.Client.Update(ctx, current); err != nil {
 			return fmt.Errorf("update Secret %s: %w", key, err)
 		}
+		r.copies.record(host.UID, source, current)
 		ctrl.LoggerFrom(ctx).Info("updated the copy of a Secret", "secret", klog.KObj(source), "copy", key.String())
 	}
 	return nil
 }
 
 // deleteSecretCopy deletes the copy key if it was written for claimUID.
-func (r *Reconciler) deleteSecretCopy(ctx context.Context, key types.NamespacedName, claimUID types.UID) error {
+// With trustCache, a copy the Secret metadata cache does not show as the
+// claim's is not read: the claim comes back when the cache shows it
+// (copies.go). A deleted claim does not come back: its copies are read.
+func (r *Reconciler) deleteSecretCopy(ctx context.Context, key types.NamespacedName, claimUID types.UID, trustCache bool) error {
+	if trustCache {
+		cached, err := r.secretMetadata(ctx, key)
+		if err != nil {
+			return err
+		}
+		if cached == nil || cached.Labels[hostclaim.ClaimUIDLabel] != string(claimUID) {
+			return nil
+		}
+	}
+	r.copies.forget(key)
 	secret := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
