@@ -74,7 +74,7 @@ type options struct {
 
 func main() {
 	var o options
-	scenarios := flag.String("scenarios", "flow,association,memory,binder-memory,identities,shared,hostile,chaos", "Comma-separated scenarios to run.")
+	scenarios := flag.String("scenarios", "flow,association,binder-memory,memory,chaos,identities,shared,hostile", "Comma-separated scenarios to run.")
 	sizes := flag.String("sizes", "100,250,500,1000", "Machines per association run.")
 	modes := flag.String("modes", "in-cluster,remote,hostclaim", "Modes of this provider in the association scenario (in-cluster, remote, hostclaim).")
 	upstreamSizes := flag.String("upstream-sizes", "100,500", "Machines per association run of upstream CAPM3, in the association scenario (empty: none).")
@@ -253,6 +253,15 @@ func run(ctx context.Context, o options) error {
 			report.rows("Memory and watches", res.rows())
 		}
 	}
+	if o.scenarios["chaos"] {
+		progress("chaos: %d machines, %d kills", o.chaos.Machines, o.chaos.Kills)
+		// The report is filled in as far as the run got, even on failure.
+		res, err := scenario(func(t testenv.T) (chaos.Report, error) { return chaos.Run(ctx, t, o.chaos) })
+		report.printf("\n## Crash consistency\n\n```\n%s\n```\n", strings.TrimSpace(res.String()))
+		if err != nil {
+			failed("chaos", err)
+		}
+	}
 	if o.scenarios["identities"] {
 		progress("identities: %d connecting, one rotated every 5 s for %s", o.identities, o.rotateFor)
 		res, err := scenario(func(t testenv.T) (identitiesResult, error) { return runIdentities(ctx, t, o.identities, o.rotateFor) })
@@ -296,15 +305,6 @@ func run(ctx context.Context, o options) error {
 			failed("hostile", err)
 		}
 		report.rows("A hostile identity", res.rows())
-	}
-	if o.scenarios["chaos"] {
-		progress("chaos: %d machines, %d kills", o.chaos.Machines, o.chaos.Kills)
-		// The report is filled in as far as the run got, even on failure.
-		res, err := scenario(func(t testenv.T) (chaos.Report, error) { return chaos.Run(ctx, t, o.chaos) })
-		report.printf("\n## Crash consistency\n\n```\n%s\n```\n", strings.TrimSpace(res.String()))
-		if err != nil {
-			failed("chaos", err)
-		}
 	}
 	fmt.Print(report.String())
 	if err := os.WriteFile(results, []byte(report.String()), 0o600); err != nil {
