@@ -19,13 +19,17 @@ package controllers
 import (
 	"context"
 	"testing"
+
 	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/hostbinding"
 )
 
 func TestAwaitNodeRef(t *testing.T) {
@@ -160,6 +164,27 @@ func TestBootWait(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := bootWait(tt.since, now, tt.ceiling); got != tt.want {
 				t.Errorf("bootWait = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestProvisioningProgress(t *testing.T) {
+	tests := []struct {
+		state bmov1alpha1.ProvisioningState
+		want  string
+	}{
+		{state: "", want: "registering"},
+		{state: bmov1alpha1.StateAvailable, want: "provisioning"},
+		{state: bmov1alpha1.StatePreparing, want: "provisioning"},
+		{state: bmov1alpha1.StateProvisioning, want: "provisioning"},
+		{state: bmov1alpha1.StateInspecting, want: "inspecting"},
+		{state: bmov1alpha1.StateDeprovisioning, want: "deprovisioning"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.state), func(t *testing.T) {
+			if got := provisioningProgress(&hostbinding.Host{State: tt.state}); got != tt.want {
+				t.Errorf("provisioningProgress(%q) = %q, want %q", tt.state, got, tt.want)
 			}
 		})
 	}
