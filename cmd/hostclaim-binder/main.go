@@ -174,6 +174,7 @@ func run(ctx context.Context, opts *options) error {
 		LeaderElectionResourceLock:    resourcelock.LeasesResourceLock,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptr.To(gracefulShutdownTimeout),
+		Cache:                         hostclaimbinder.CacheOptions(),
 		Client: client.Options{
 			Cache: &client.CacheOptions{
 				// Secrets are many (BMC credentials among them) and the

@@ -317,3 +317,34 @@ func TestSecretOfAnotherNamespaceIsRefused(t *testing.T) {
 	g.Expect(h.Spec.Image).To(BeNil(), "not provisioned without the claim's data")
 	g.Expect(h.Spec.NetworkData).To(BeNil())
 }
+
+// TestHardwareDataNotTheBindersIsLeftAlone: a HardwareData named after a
+// claim that the binder did not write (the tenant made it first) is neither
+// overwritten nor pointed to, and the claim is still bound and provisioned.
+// The binder caches its own copies only, so it learns of this one from the
+// server when creating its copy fails.
+func TestHardwareDataNotTheBindersIsLeftAlone(t *testing.T) {
+	t.Parallel()
+	p := testPool(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := p.namespace(t, "tenant", nil)
+	p.hosts(t, 1, &bmov1alpha1.HostClaimNamespaces{Names: []string{tenant}})
+	foreign := &bmov1alpha1.HardwareData{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "c"},
+		Spec:       bmov1alpha1.HardwareDataSpec{HardwareDetails: &bmov1alpha1.HardwareDetails{Hostname: "made-up"}},
+	}
+	g.Expect(p.env.Client.Create(ctx, foreign)).To(Succeed())
+
+	c := p.claim(t, tenant, "c", "#cloud-config", withImage)
+	p.boundHost(t, c, 60*time.Second)
+	g.Eventually(func(g Gomega) {
+		got := p.getClaim(g, c)
+		g.Expect(condition(got, hostclaim.ProvisionedCondition).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(got.Status.HardwareData).To(BeNil(), "the claim points at a HardwareData the binder did not write")
+	}).WithTimeout(75 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	got := &bmov1alpha1.HardwareData{}
+	g.Expect(p.env.Client.Get(ctx, client.ObjectKeyFromObject(foreign), got)).To(Succeed())
+	g.Expect(got.ResourceVersion).To(Equal(foreign.ResourceVersion), "the tenant's HardwareData was written over")
+	g.Expect(got.Labels).NotTo(HaveKey(hostclaim.ClaimUIDLabel))
+}

@@ -343,16 +343,27 @@ func (r *Reconciler) syncHardwareData(ctx context.Context, claim *bmov1alpha1.Ho
 		},
 		Spec: bmov1alpha1.HardwareDataSpec{HardwareDetails: host.Status.HardwareDetails.DeepCopy()},
 	}
+	// The cache holds the binder's copies only (CacheOptions): one it
+	// does not show may still exist, not the binder's.
 	current := &bmov1alpha1.HardwareData{}
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), current)
+	if apierrors.IsNotFound(err) {
+		err = r.Client.Create(ctx, desired)
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return fmt.Errorf("create HardwareData %s: %w", klog.KObj(desired), err)
+			}
+			claim.Status.HardwareData = &bmov1alpha1.ObjectReference{Namespace: claim.Namespace, Name: claim.Name}
+			return nil
+		}
+		// Either the cache lags behind the binder's own copy, or the
+		// HardwareData is someone else's: the server says which.
+		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), current)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := r.Client.Create(ctx, desired); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return err // the cache lags; the conflict is retried
-			}
-			return fmt.Errorf("create HardwareData %s: %w", klog.KObj(desired), err)
-		}
+		// Deleted since the create found it: the next round creates it.
+		return fmt.Errorf("HardwareData %s was deleted while being created: %w", klog.KObj(desired), err)
 	case err != nil:
 		return fmt.Errorf("get HardwareData %s: %w", klog.KObj(desired), err)
 	case current.Labels[hostclaim.ClaimUIDLabel] != string(claim.UID):
