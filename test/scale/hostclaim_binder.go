@@ -56,8 +56,8 @@ type binderMemoryResult struct {
 	Binding requestCount
 	// IdleRSS and IdleHeap are the process's before any host or claim,
 	// RSS, HeapAlloc and HeapInuse once every claim is bound and the
-	// binder is quiet (the heap from its Go runtime's metrics, not forced
-	// to a collection).
+	// binder is quiet, each read after its Go runtime collected garbage
+	// (from its metrics: a collection cannot be forced from outside).
 	IdleRSS, IdleHeap, RSS, HeapAlloc, HeapInuse uint64
 	// AtRest is the binder's requests per minute over RestWindow, once it
 	// is quiet.
@@ -66,11 +66,11 @@ type binderMemoryResult struct {
 }
 
 // runBinderMemory runs the binder as shipped on a pool server with hosts
-// hosts as the Bare Metal Operator leaves them after inspection, in a
-// namespace a HostDeployPolicy opens to a tenant namespace, then creates
-// claims claims there, each with its user-data Secret, as the provider
-// does, and measures the binder's memory once it has bound them all, and
-// its requests at rest afterwards.
+// hosts as the Bare Metal Operator leaves them after inspection (their
+// status, and a HardwareData each), in a namespace a HostDeployPolicy
+// opens to a tenant namespace, then creates claims claims there, each with
+// its user-data Secret, as the provider does, and measures the binder's
+// memory once it has bound them all, and its requests at rest afterwards.
 func runBinderMemory(ctx context.Context, t testenv.T, hosts, claims int) (binderMemoryResult, error) {
 	res := binderMemoryResult{Hosts: hosts, Claims: claims}
 	audit := filepath.Join(t.TempDir(), "binder-pool-audit.log")
@@ -89,6 +89,9 @@ func runBinderMemory(ctx context.Context, t testenv.T, hosts, claims int) (binde
 	if err := waitBinderWatching(ctx, audit); err != nil {
 		return res, err
 	}
+	if err := waitCollected(ctx, metrics, time.Now()); err != nil {
+		return res, err
+	}
 	var err error
 	if res.IdleRSS, err = processRSS(binder.Pid()); err != nil {
 		return res, err
@@ -98,6 +101,9 @@ func runBinderMemory(ctx context.Context, t testenv.T, hosts, claims int) (binde
 	}
 
 	if err := createInspectedHosts(ctx, pool.Client, []string{binderHostNamespace}, hosts); err != nil {
+		return res, err
+	}
+	if err := parallel(hosts, hostCreateWorkers, func(i int) error { return createHardwareData(ctx, pool.Client, binderHostNamespace, i) }); err != nil {
 		return res, err
 	}
 	started := time.Now()
@@ -116,6 +122,15 @@ func runBinderMemory(ctx context.Context, t testenv.T, hosts, claims int) (binde
 	if err := waitQuiet(ctx, quiet); err != nil {
 		return res, err
 	}
+	restStart := time.Now()
+	time.Sleep(binderRestWindow)
+	res.RestWindow = time.Since(restStart)
+	// The heap is read once the Go runtime collected garbage at rest (it
+	// does at least every two minutes), so that it is what the binder
+	// keeps, not what it allocated while binding.
+	if err := waitCollected(ctx, metrics, restStart); err != nil {
+		return res, err
+	}
 	if res.RSS, err = processRSS(binder.Pid()); err != nil {
 		return res, err
 	}
@@ -125,9 +140,6 @@ func runBinderMemory(ctx context.Context, t testenv.T, hosts, claims int) (binde
 	if res.HeapInuse, err = processMetric(ctx, metrics, "go_memstats_heap_inuse_bytes"); err != nil {
 		return res, err
 	}
-	restStart := time.Now()
-	time.Sleep(binderRestWindow)
-	res.RestWindow = time.Since(restStart)
 	events, err := testenv.ReadAuditLog(audit)
 	if err != nil {
 		return res, err
@@ -136,6 +148,21 @@ func runBinderMemory(ctx context.Context, t testenv.T, hosts, claims int) (binde
 	res.Binding = countRequests(byBinder, started, bound)
 	res.AtRest = countRequests(byBinder, restStart, restStart.Add(res.RestWindow)).perMinute(res.RestWindow)
 	return res, nil
+}
+
+// createHardwareData creates the HardwareData the Bare Metal Operator
+// writes next to the i-th host of namespace once it is inspected: the
+// host's hardware details, under its name.
+func createHardwareData(ctx context.Context, c client.Client, namespace string, i int) error {
+	name := fmt.Sprintf("worker-%04d", i)
+	hd := &bmov1alpha1.HardwareData{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       bmov1alpha1.HardwareDataSpec{HardwareDetails: inspectedStatus(namespace, name, i).HardwareDetails},
+	}
+	if err := c.Create(ctx, hd); err != nil {
+		return fmt.Errorf("create HardwareData %s/%s: %w", namespace, name, err)
+	}
+	return nil
 }
 
 // createClaim creates the i-th claim of namespace and its user-data Secret,
@@ -178,6 +205,15 @@ func claimsBound(ctx context.Context, c client.Client, namespace string, want in
 		}
 	}
 	return n >= want, nil
+}
+
+// waitCollected waits until the process behind metrics finished a garbage
+// collection after since.
+func waitCollected(ctx context.Context, metrics string, since time.Time) error {
+	return pollUntil(ctx, 3*time.Minute, 5*time.Second, "a garbage collection at rest", func() (bool, error) {
+		last, err := processMetric(ctx, metrics, "go_memstats_last_gc_time_seconds")
+		return last > uint64(since.Unix()), err
+	})
 }
 
 // processMetric reads an unlabelled metric of a process's Prometheus
