@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -124,10 +125,14 @@ func (r *Reconciler) bind(ctx context.Context, claim *bmov1alpha1.HostClaim) (*b
 			fmt.Sprintf("no HostDeployPolicy admits claims of namespace %s", claim.Namespace))
 		return nil, ctrl.Result{}, nil
 	}
+	// The cached hosts themselves, not copies: a pool of thousands would
+	// otherwise be copied whole at every claim's attempt. Nothing below
+	// writes to them; takeHost copies the host it takes, and
+	// markReleasingForReuse replaces the annotations it marks.
 	var hosts []bmov1alpha1.BareMetalHost
 	for _, namespace := range admitted {
 		list := &bmov1alpha1.BareMetalHostList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, ctrl.Result{}, fmt.Errorf("list hosts in namespace %s: %w", namespace, err)
 		}
 		hosts = append(hosts, list.Items...)
@@ -191,7 +196,7 @@ func (r *Reconciler) bind(ctx context.Context, claim *bmov1alpha1.HostClaim) (*b
 	return nil, ctrl.Result{}, nil
 }
 
-// markReleasingForReuse marks, in hosts (copies), the hosts bound to a
+// markReleasingForReuse marks, in hosts, the hosts bound to a
 // claim being deleted that keeps its host for reuseID as kept for it, as
 // the release will. The binder marks the host itself when deprovisioning
 // starts, but the host cache may not show it yet, while the claim cache,
@@ -213,6 +218,8 @@ func (r *Reconciler) markReleasingForReuse(ctx context.Context, hosts []bmov1alp
 			owner.Annotations[hostclaim.KeepOnReleaseAnnotation] != "true" || hostclaim.ReuseID(owner) != reuseID {
 			continue
 		}
+		// A new map: the host shares the cache's.
+		host.Annotations = maps.Clone(host.Annotations)
 		if host.Annotations == nil {
 			host.Annotations = map[string]string{}
 		}

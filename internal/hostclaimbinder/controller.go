@@ -118,6 +118,8 @@ const (
 	// claimSecretIndex indexes claims by the names of the Secrets of their
 	// namespace they reference.
 	claimSecretIndex = "hostclaimbinder.secretNames"
+	// claimUnboundIndex indexes the claims waiting for a host ("true").
+	claimUnboundIndex = "hostclaimbinder.unbound"
 )
 
 // SetupWithManager registers the binder's controllers and indexes.
@@ -154,6 +156,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return fmt.Errorf("index claims by Secret: %w", err)
 	}
 
+	if err := indexer.IndexField(ctx, &bmov1alpha1.HostClaim{}, claimUnboundIndex, unbound); err != nil {
+		return fmt.Errorf("index claims waiting for a host: %w", err)
+	}
+
 	options := controller.Options{
 		MaxConcurrentReconciles: r.Options.Concurrency,
 		// controller-runtime v0.24.1's priority queue can deadlock at
@@ -164,8 +170,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Named("hostclaim-binder").
 		For(&bmov1alpha1.HostClaim{}).
 		Owns(&bmov1alpha1.HardwareData{}).
-		Watches(&bmov1alpha1.BareMetalHost{}, handler.EnqueueRequestsFromMapFunc(r.claimsForHost),
-			builder.WithPredicates(hostChanged())).
+		Watches(&bmov1alpha1.BareMetalHost{}, r.hostEvents(), builder.WithPredicates(hostChanged())).
 		Watches(&bmov1alpha1.HostDeployPolicy{}, handler.EnqueueRequestsFromMapFunc(r.unboundClaims)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).

@@ -23,9 +23,11 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -33,17 +35,55 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
-// claimsForHost maps a host to the claims its change concerns: the claim
-// it is bound to; and, when it is free and available (just registered,
-// released, its reservation ended), every unbound claim, since any of them
-// may be waiting for it.
+// hostEvents maps host events to the claims they concern (claimsForHost),
+// judging an update by the host it left, not the one it found: a host that
+// was free and is now taken (the binder's own binding, thousands of times
+// in a large pool) concerns only the claim that took it, not every claim
+// still waiting. A deleted host concerns only the claim it was bound to.
+func (r *Reconciler) hostEvents() handler.EventHandler {
+	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], requests []reconcile.Request) {
+		for _, req := range requests {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, r.claimsForHost(ctx, e.Object))
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, claimOf(e.ObjectOld))
+			enqueue(q, r.claimsForHost(ctx, e.ObjectNew))
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, claimOf(e.Object))
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, r.claimsForHost(ctx, e.Object))
+		},
+	}
+}
+
+// claimOf is the claim a host is bound to, if any.
+func claimOf(o client.Object) []reconcile.Request {
+	host, ok := o.(*bmov1alpha1.BareMetalHost)
+	if !ok || !isClaimRef(host.Spec.ConsumerRef) {
+		return nil
+	}
+	ref := host.Spec.ConsumerRef
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
+}
+
+// claimsForHost maps a host to the claims it concerns: the claim it is
+// bound to; and, when it is free and available (just registered, released,
+// its reservation ended), every unbound claim, since any of them may be
+// waiting for it.
 func (r *Reconciler) claimsForHost(ctx context.Context, o client.Object) []reconcile.Request {
 	host, ok := o.(*bmov1alpha1.BareMetalHost)
 	if !ok {
 		return nil
 	}
-	if ref := host.Spec.ConsumerRef; isClaimRef(ref) {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
+	if bound := claimOf(host); bound != nil {
+		return bound
 	}
 	if host.Spec.ConsumerRef != nil || pool.Unavailability(host) != "" {
 		return nil
@@ -52,21 +92,29 @@ func (r *Reconciler) claimsForHost(ctx context.Context, o client.Object) []recon
 }
 
 // unboundClaims are every claim without a host: a change of policy or a
-// free host may give them one.
+// free host may give them one. They are found through an index, and read
+// from the cache without copies, since only their names are needed.
 func (r *Reconciler) unboundClaims(ctx context.Context, _ client.Object) []reconcile.Request {
 	claims := &bmov1alpha1.HostClaimList{}
-	if err := r.Client.List(ctx, claims); err != nil {
+	if err := r.Client.List(ctx, claims, client.MatchingFields{claimUnboundIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list HostClaims")
 		return nil
 	}
-	var requests []reconcile.Request
+	requests := make([]reconcile.Request, 0, len(claims.Items))
 	for i := range claims.Items {
-		c := &claims.Items[i]
-		if c.Status.BareMetalHost == nil && c.DeletionTimestamp.IsZero() {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
-		}
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
 	}
 	return requests
+}
+
+// unbound is claimUnboundIndex's value for a claim: "true" for one that
+// has no host and is not being deleted.
+func unbound(o client.Object) []string {
+	claim, ok := o.(*bmov1alpha1.HostClaim)
+	if !ok || claim.Status.BareMetalHost != nil || !claim.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	return []string{"true"}
 }
 
 // claimsOfNamespace are the claims of a namespace whose labels changed:
