@@ -236,7 +236,7 @@ func run(ctx context.Context, o options) error {
 	if o.scenarios["binder-memory"] {
 		progress("binder memory: %d hosts, %d claims", o.binderHosts, o.binderHosts)
 		res, err := scenario(func(t testenv.T) (binderMemoryResult, error) {
-			return runBinderMemory(ctx, t, o.binderHosts, o.binderHosts)
+			return runBinderMemory(ctx, t, o.out, o.binderHosts, o.binderHosts)
 		})
 		if err != nil {
 			failed("binder memory", err)
