@@ -17,7 +17,7 @@ limitations under the License.
 // Package chaos proves crash consistency (DESIGN.md § Invariants 8): while
 // the machines of several tenants, two of them sharing a pool namespace,
 // associate and provision, the provider's manager is killed with SIGKILL at
-// random instants and restarted; once every machine runs, no host is bound
+// random instants while it leads, and restarted; once every machine runs, no host is bound
 // twice, no machine was provisioned twice, no Secret of ours is left
 // without its consumer, no host is claimed by nobody, and every host's data
 // is its own consumer's. Run is the scenario, shared by the test here (a
@@ -58,8 +58,9 @@ type Options struct {
 	Tenants int
 	// Kills is how many times the manager is killed and restarted.
 	Kills int
-	// KillInterval is how long the manager runs after a (re)start before
-	// the next kill, drawn anew each time. Default 1–4 s.
+	// KillInterval is how long the manager runs once it leads (after its
+	// start, or once a restarted manager holds the leader election Lease)
+	// before the next kill, drawn anew each time. Default 1–4 s.
 	KillInterval Range
 	// Seed makes the kill instants reproducible (the rest of the timing is
 	// the machine's).
@@ -176,7 +177,7 @@ func Run(ctx context.Context, t testenv.T, opts Options) (Report, error) {
 	// creation takes on a slow machine: every invariant is about hosts, so
 	// association, data rendering and provisioning must happen under them.
 	chaosStarted := time.Now()
-	killer := startKilling(ctx, provider, opts, history.firstClaim, chaosStarted)
+	killer := startKilling(ctx, e.Management.Client, provider, opts, history.firstClaim, chaosStarted)
 	createErr := createClusters(ctx, t, e, tenants, identities)
 	kills := killer.wait()
 	report.Kills, report.KillsAt = len(kills.at), kills.at

@@ -67,7 +67,7 @@ func (r Report) Count(inv Invariant) int {
 // with the provider's log lines naming its objects.
 func (r Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "chaos run: %d machines of %d tenants, %d/%d kills every %s–%s (seed %d)\n",
+	fmt.Fprintf(&b, "chaos run: %d machines of %d tenants, %d/%d kills, each %s–%s into a lead (seed %d)\n",
 		r.Options.Machines, r.Options.Tenants, r.Kills, r.Options.Kills, r.Options.KillInterval.Min, r.Options.KillInterval.Max, r.Options.Seed)
 	fmt.Fprintf(&b, "  before the last kill: %d hosts claimed, %d entered provisioning\n", r.ClaimedUnderKills, r.ProvisioningUnderKills)
 	converged := "did not converge"

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -160,11 +161,16 @@ type killer struct {
 	result kills
 }
 
-// startKilling kills the provider opts.Kills times, each after it ran for a
-// random opts.KillInterval since its last start, restarting it at once.
-// The first countdown starts once begin is closed, which must happen within
-// opts.ConvergeTimeout.
-func startKilling(ctx context.Context, provider *testenv.Process, opts Options, begin <-chan struct{}, started time.Time) *killer {
+// startKilling kills the provider opts.Kills times, each after it led for
+// a random opts.KillInterval, restarting it at once. The first countdown
+// starts once begin is closed, which must happen within
+// opts.ConvergeTimeout; each later one once the restarted provider holds
+// the leader election Lease. The provider runs as shipped, with leader
+// election: a SIGKILLed leader does not release its Lease, so its
+// successor waits for it to expire (15 s) before it reconciles anything,
+// and a countdown from the restart would kill it while it waits, never in
+// the middle of its work.
+func startKilling(ctx context.Context, management client.Client, provider *testenv.Process, opts Options, begin <-chan struct{}, started time.Time) *killer {
 	k := &killer{done: make(chan struct{})}
 	// Seeded, so that a run's kill instants can be replayed.
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)) //nolint:gosec // G404: a chaos schedule, not a secret.
@@ -180,6 +186,11 @@ func startKilling(ctx context.Context, provider *testenv.Process, opts Options, 
 			k.result.err = fmt.Errorf("no host was claimed within %s of the clusters' creation", opts.ConvergeTimeout)
 			return
 		case <-begin:
+		}
+		leader, err := leaseHolder(ctx, management)
+		if err != nil {
+			k.result.err = err
+			return
 		}
 		for range opts.Kills {
 			timer := time.NewTimer(opts.KillInterval.draw(rng))
@@ -199,9 +210,41 @@ func startKilling(ctx context.Context, provider *testenv.Process, opts Options, 
 				k.result.err = err
 				return
 			}
+			if leader, err = awaitNewLeader(ctx, management, leader, opts.ConvergeTimeout); err != nil {
+				k.result.err = err
+				return
+			}
 		}
 	}()
 	return k
+}
+
+// providerLease is the provider's leader election Lease as shipped: in its
+// namespace, under the default --leader-elect-id.
+var providerLease = client.ObjectKey{Namespace: "capm3-system", Name: "controller-leader-election-capm3"}
+
+// leaseHolder is who holds the provider's Lease now.
+func leaseHolder(ctx context.Context, c client.Client) (string, error) {
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(ctx, providerLease, lease); err != nil {
+		return "", fmt.Errorf("the provider's leader election Lease %s: %w", providerLease, err)
+	}
+	return ptr.Deref(lease.Spec.HolderIdentity, ""), nil
+}
+
+// awaitNewLeader waits until a provider other than previous holds the
+// Lease, and returns it.
+func awaitNewLeader(ctx context.Context, c client.Client, previous string, timeout time.Duration) (string, error) {
+	var holder string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		holder, err = leaseHolder(ctx, c)
+		return err == nil && holder != "" && holder != previous, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("no restarted provider took the leader election Lease %s from %q within %s: %w", providerLease, previous, timeout, err)
+	}
+	return holder, nil
 }
 
 // wait returns once every kill is done.
