@@ -71,6 +71,10 @@ type associationResult struct {
 	Associated time.Duration
 	// Floor is the time the same associations take as bare API writes.
 	Floor time.Duration
+	// ContractFloor is the time they take as the writes and reads Cluster
+	// API's contract and a host's boot add to the floor's (zero when not
+	// measured): see contractFloor.
+	ContractFloor time.Duration
 	// Management and Pool are the provider's requests to each server
 	// during the run (Pool is zero in-cluster).
 	Management, Pool requestCount
@@ -103,7 +107,34 @@ const (
 	poolNamespace  = "pool-assoc"  // the hosts of the remote identity
 	floorNamespace = "floor"       // the floor's machines
 	floorHosts     = "floor-hosts" // the floor's hosts
+	// The contract floor's machines and hosts.
+	contractNamespace = "floor-contract"
+	contractHosts     = "floor-contract-hosts"
 )
+
+// floorRun is one floor: where its machines and hosts are, and whether it
+// does what Cluster API's contract and a host's boot need as well.
+type floorRun struct {
+	machines, hosts string
+	contract        bool
+}
+
+var (
+	// bareFloor does only the writes an association needs: the user-data
+	// Secret next to the host, the host's claim, the machine's status.
+	bareFloor = floorRun{machines: floorNamespace, hosts: floorHosts}
+	// contractFloor adds the two requests no provider keeping Cluster
+	// API's contract can do without: the finalizer on the machine before
+	// the host is touched (else a machine deleted in between leaves its
+	// host claimed for ever), and the read of the bootstrap provider's
+	// data that the user-data Secret carries (a Secret's data is read
+	// live, never cached). It measures what of the gap to the bare floor
+	// is the contract's, and what is the provider's.
+	contractFloor = floorRun{machines: contractNamespace, hosts: contractHosts, contract: true}
+)
+
+// floorBootstrapSecret is the contract floor's bootstrap data.
+const floorBootstrapSecret = "floor-bootstrap"
 
 // runAssociation measures n associations, and the requests at rest for
 // rest afterwards (none when zero).
@@ -127,7 +158,8 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 	for _, ns := range []struct {
 		c    client.Client
 		name string
-	}{{a.mgmt.Client, assocNamespace}, {a.mgmt.Client, floorNamespace}, {a.hosts.Client, floorHosts}} {
+	}{{a.mgmt.Client, assocNamespace}, {a.mgmt.Client, floorNamespace}, {a.hosts.Client, floorHosts},
+		{a.mgmt.Client, contractNamespace}, {a.hosts.Client, contractHosts}} {
 		if err := env.CreateNamespace(ctx, ns.c, ns.name); err != nil {
 			return associationResult{}, err
 		}
@@ -139,19 +171,19 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 		a.identity = a.hosts.ServiceAccountKubeconfig(t, poolNamespace, "tenant", 24*time.Hour, testenv.HostProviderRules()...)
 	}
 	driver, err := hostdriver.Start(ctx, a.hosts.Config, hostdriver.Options{
-		Namespaces: []string{hostNamespace, floorHosts}, QPS: 1000, Burst: 2000, Workers: 16,
+		Namespaces: []string{hostNamespace, floorHosts, contractHosts}, QPS: 1000, Burst: 2000, Workers: 16,
 	})
 	if err != nil {
 		return associationResult{}, err
 	}
 	defer driver.Stop()
-	for _, ns := range []string{hostNamespace, floorHosts} {
+	for _, ns := range []string{hostNamespace, floorHosts, contractHosts} {
 		if err := registerHostsParallel(ctx, a.hosts.Client, ns, n); err != nil {
 			return associationResult{}, err
 		}
 	}
 	if err := pollUntil(ctx, 10*time.Minute, flowPoll, "hosts available", func() (bool, error) {
-		for _, ns := range []string{hostNamespace, floorHosts} {
+		for _, ns := range []string{hostNamespace, floorHosts, contractHosts} {
 			if ok, err := hostsInState(ctx, a.hosts.Client, ns, bmov1alpha1.StateAvailable, n); !ok || err != nil {
 				return false, err
 			}
@@ -165,13 +197,16 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 	if remote {
 		res.Mode = modeRemote
 	}
-	if res.Floor, err = a.floor(ctx, n); err != nil {
+	if res.Floor, err = a.floor(ctx, n, bareFloor); err != nil {
 		return res, fmt.Errorf("floor: %w", err)
+	}
+	if res.ContractFloor, err = a.floor(ctx, n, contractFloor); err != nil {
+		return res, fmt.Errorf("contract floor: %w", err)
 	}
 	if err := a.createCluster(ctx, n); err != nil {
 		return res, err
 	}
-	started, associated, err := associateMachines(ctx, a.mgmt.Client, n)
+	started, associated, err := associateMachines(ctx, a.mgmt.Env, n)
 	if err != nil {
 		return res, err
 	}
@@ -230,14 +265,20 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 	return res, nil
 }
 
-// floor does exactly the writes n associations need, with the provider's
-// workers and client rate limits: the user-data Secret next to the host,
-// the host's claim (one update) and the machine's status. Its machines
-// have no owner Machine, so the provider leaves them alone.
-func (a *association) floor(ctx context.Context, n int) (time.Duration, error) {
-	hosts, mgmt, err := a.prepareFloor(ctx, n)
+// floor does exactly the requests n associations need (run says which),
+// with the provider's workers and client rate limits. Its window starts,
+// as the provider's, with the first Metal3Machine created; they have no
+// owner Machine, so the provider leaves them alone.
+func (a *association) floor(ctx context.Context, n int, run floorRun) (time.Duration, error) {
+	hosts, mgmt, err := a.prepareFloor(ctx, run.hosts)
 	if err != nil {
 		return 0, err
+	}
+	if run.contract {
+		bootstrap := newClusterBase(run.machines, "floor").bootstrap
+		if err := a.mgmt.Client.Create(ctx, bootstrap); err != nil {
+			return 0, err
+		}
 	}
 	pool := mgmt
 	if a.remote {
@@ -246,27 +287,49 @@ func (a *association) floor(ctx context.Context, n int) (time.Duration, error) {
 		}
 	}
 	started := time.Now()
+	machines := startFloorMachines(ctx, a.mgmt.Client, n, floorMachineIn(run.machines))
 	err = parallel(n, providerConcurrency, func(i int) error {
-		return floorAssociation(ctx, mgmt, pool, &hosts.Items[i], fmt.Sprintf("floor-%d", i))
+		if err := machines.wait(i); err != nil {
+			return err
+		}
+		return floorAssociation(ctx, mgmt, pool, &hosts.Items[i], run, floorMachineName(i))
 	})
-	return time.Since(started), err
+	elapsed := time.Since(started)
+	if finished := machines.finish(); err == nil {
+		err = finished
+	}
+	return elapsed, err
 }
 
-func floorAssociation(ctx context.Context, mgmt, pool client.Client, host *bmov1alpha1.BareMetalHost, machine string) error {
+func floorAssociation(ctx context.Context, mgmt, pool client.Client, host *bmov1alpha1.BareMetalHost, run floorRun, machine string) error {
+	userData := []byte("#cloud-config\n")
+	if run.contract {
+		m3m := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{Namespace: run.machines, Name: machine}}
+		patch := client.MergeFrom(m3m.DeepCopy())
+		m3m.Finalizers = []string{infrav1.Metal3MachineFinalizer}
+		if err := mgmt.Patch(ctx, m3m, patch); err != nil {
+			return err
+		}
+		bootstrap := &corev1.Secret{}
+		if err := mgmt.Get(ctx, client.ObjectKey{Namespace: run.machines, Name: floorBootstrapSecret}, bootstrap); err != nil {
+			return err
+		}
+		userData = bootstrap.Data["value"]
+	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: machine + "-user-data"},
-		Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
+		Data:       map[string][]byte{"value": userData, "format": []byte("cloud-config")},
 	}
 	if err := pool.Create(ctx, secret); err != nil {
 		return err
 	}
-	host.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Machine", Namespace: floorNamespace, Name: machine}
+	host.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: infrav1.GroupVersion.String(), Kind: "Metal3Machine", Namespace: run.machines, Name: machine}
 	host.Spec.Image = &bmov1alpha1.Image{URL: env.Image.URL, Checksum: ptr.Deref(env.Image.Checksum, ""), ChecksumType: bmov1alpha1.SHA256, DiskFormat: ptr.To(env.Image.DiskFormat)}
 	host.Spec.UserData = &corev1.SecretReference{Namespace: host.Namespace, Name: secret.Name}
 	if err := pool.Update(ctx, host); err != nil {
 		return err
 	}
-	m3m := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{Namespace: floorNamespace, Name: machine}}
+	m3m := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{Namespace: run.machines, Name: machine}}
 	patch := client.MergeFrom(m3m.DeepCopy())
 	conditions.Set(m3m, metav1.Condition{Type: infrav1.HostAssociatedCondition, Status: metav1.ConditionTrue, Reason: infrav1.AssociatedReason,
 		Message: "Host " + host.Namespace + "/" + host.Name})
@@ -274,29 +337,32 @@ func floorAssociation(ctx context.Context, mgmt, pool client.Client, host *bmov1
 	return mgmt.Status().Patch(ctx, m3m, patch)
 }
 
-// throttledClient is a client with the rate limits qps and burst, per
-// kind, as the provider's clients have.
-// prepareFloor creates the floor's n Metal3Machines (without owner: the
-// provider leaves them alone), and returns its hosts and its management
-// client, with the provider's limits.
-func (a *association) prepareFloor(ctx context.Context, n int) (*bmov1alpha1.BareMetalHostList, client.Client, error) {
-	for i := range n {
-		m3m := &infrav1.Metal3Machine{
-			ObjectMeta: metav1.ObjectMeta{Namespace: floorNamespace, Name: fmt.Sprintf("floor-%d", i)},
+func floorMachineName(i int) string { return fmt.Sprintf("floor-%d", i) }
+
+// floorMachineIn makes a floor's Metal3Machine i in namespace, without
+// owner: the provider leaves it alone.
+func floorMachineIn(namespace string) func(int) client.Object {
+	return func(i int) client.Object {
+		return &infrav1.Metal3Machine{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: floorMachineName(i)},
 			Spec:       infrav1.Metal3MachineSpec{Image: env.Image},
 		}
-		if err := a.mgmt.Client.Create(ctx, m3m); err != nil {
-			return nil, nil, err
-		}
 	}
+}
+
+// prepareFloor returns a floor's hosts, in namespace hostNamespace, and its
+// management client, with the provider's limits.
+func (a *association) prepareFloor(ctx context.Context, hostNamespace string) (*bmov1alpha1.BareMetalHostList, client.Client, error) {
 	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := a.hosts.Client.List(ctx, hosts, client.InNamespace(floorHosts)); err != nil {
+	if err := a.hosts.Client.List(ctx, hosts, client.InNamespace(hostNamespace)); err != nil {
 		return nil, nil, err
 	}
 	mgmt, err := throttledClient(a.mgmt.Config, providerQPS, providerBurst)
 	return hosts, mgmt, err
 }
 
+// throttledClient is a client with the rate limits qps and burst, per
+// kind, as the provider's clients have.
 func throttledClient(cfg *rest.Config, qps float32, burst int) (client.Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = qps, burst
@@ -348,26 +414,47 @@ func createMachines(ctx context.Context, c client.Client, name string, n int) er
 }
 
 // associateMachines creates the n Metal3Machines and waits until all are
-// HostAssociated: the measured window, from the first create.
-func associateMachines(ctx context.Context, c client.Client, n int) (started, associated time.Time, err error) {
+// HostAssociated, watching them (see watchNamespace); the window starts
+// with the first creation.
+func associateMachines(ctx context.Context, mgmt *testenv.Env, n int) (started, associated time.Time, err error) {
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	watched, err := watchNamespace(watchCtx, mgmt.Config, assocNamespace, &infrav1.Metal3Machine{})
+	if err != nil {
+		return started, started, err
+	}
+	machines, err := listMachines(ctx, mgmt.Client, n)
+	if err != nil {
+		return started, started, err
+	}
 	started = time.Now()
-	if err := createMetal3Machines(ctx, c, n); err != nil {
+	if err := createMetal3Machines(ctx, mgmt.Client, machines); err != nil {
 		return started, started, err
 	}
 	err = pollUntil(ctx, 30*time.Minute, flowPoll, "machines associated", func() (bool, error) {
-		return metal3MachinesWith(ctx, c, assocNamespace, infrav1.HostAssociatedCondition, n)
+		return metal3MachinesWith(ctx, watched, assocNamespace, infrav1.HostAssociatedCondition, n)
 	})
 	return started, time.Now(), err
 }
 
-// createMetal3Machines creates the n Metal3Machines, owned by their
-// Machines as Cluster API would make them, as fast as the server takes them.
-func createMetal3Machines(ctx context.Context, c client.Client, n int) error {
-	return parallel(n, 8, func(i int) error {
-		machine := &clusterv1.Machine{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: assocNamespace, Name: fmt.Sprintf("m-%d", i)}, machine); err != nil {
-			return err
-		}
+// listMachines reads the n Machines of the association's namespace, whose
+// Metal3Machines are still to come.
+func listMachines(ctx context.Context, c client.Client, n int) ([]clusterv1.Machine, error) {
+	machines := &clusterv1.MachineList{}
+	if err := c.List(ctx, machines, client.InNamespace(assocNamespace)); err != nil {
+		return nil, err
+	}
+	if len(machines.Items) != n {
+		return nil, fmt.Errorf("%d Machines in namespace %s, want %d", len(machines.Items), assocNamespace, n)
+	}
+	return machines.Items, nil
+}
+
+// createMetal3Machines creates the Metal3Machines of machines, owned by
+// them as Cluster API would make them, as fast as the server takes them.
+func createMetal3Machines(ctx context.Context, c client.Client, machines []clusterv1.Machine) error {
+	return parallel(len(machines), 8, func(i int) error {
+		machine := &machines[i]
 		return c.Create(ctx, &infrav1.Metal3Machine{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: assocNamespace, Name: machine.Name, Labels: map[string]string{clusterv1.ClusterNameLabel: "assoc"},
@@ -388,9 +475,9 @@ func registerHostsParallel(ctx context.Context, c client.Client, namespace strin
 	})
 }
 
-func metal3MachinesWith(ctx context.Context, c client.Client, ns, condition string, want int) (bool, error) {
+func metal3MachinesWith(ctx context.Context, c client.Reader, ns, condition string, want int) (bool, error) {
 	list := &infrav1.Metal3MachineList{}
-	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	n := 0

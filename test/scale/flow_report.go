@@ -52,7 +52,7 @@ func (r *report) flow(ours, upstream []flowResult) {
 		}},
 		{"conflicts (409) until Running", func(f flowResult) string { return trim(f.Until.Conflicts) }},
 		{"requests at rest, per minute (reads / writes)", func(f flowResult) string {
-			return fmt.Sprintf("%s (probes %s)", f.AtRest, trim(f.AtRest.Probes))
+			return f.AtRest.AtRest()
 		}},
 	}
 	table := make([][]string, 0, len(rows))

@@ -112,7 +112,7 @@ func runHostClaimAssociation(ctx context.Context, t testenv.T, dir string, n int
 	if err := a.createHostClaimCluster(ctx, n); err != nil {
 		return res, err
 	}
-	started, associated, err := associateMachines(ctx, a.mgmt.Client, n)
+	started, associated, err := associateMachines(ctx, a.mgmt.Env, n)
 	if err != nil {
 		return res, err
 	}
@@ -266,7 +266,7 @@ func (a *association) readAuditLogs() (mgmtEvents, poolEvents []testenv.AuditEve
 // reads are left out. Its machines have no owner Machine, so the provider
 // leaves them alone; it runs before the binder starts.
 func hostClaimFloor(ctx context.Context, a *association, n int) (time.Duration, error) {
-	hosts, mgmt, err := a.prepareFloor(ctx, n)
+	hosts, mgmt, err := a.prepareFloor(ctx, floorHosts)
 	if err != nil {
 		return 0, err
 	}
@@ -282,10 +282,14 @@ func hostClaimFloor(ctx context.Context, a *association, n int) (time.Duration, 
 		return do()
 	}
 	started := time.Now()
+	machines := startFloorMachines(ctx, a.mgmt.Client, n, floorMachineIn(floorNamespace))
 	// A machine waits for the binder between its two reconciles without
 	// holding a provider worker, as in the provider.
 	err = parallel(n, n, func(i int) error {
-		machine := fmt.Sprintf("floor-%d", i)
+		if err := machines.wait(i); err != nil {
+			return err
+		}
+		machine := floorMachineName(i)
 		var claim *bmov1alpha1.HostClaim
 		if err := onWorker(providerWorkers, func() (err error) {
 			claim, err = floorCreateClaim(ctx, tenant, machine)
@@ -306,6 +310,9 @@ func hostClaimFloor(ctx context.Context, a *association, n int) (time.Duration, 
 		})
 	})
 	elapsed := time.Since(started)
+	if finished := machines.finish(); err == nil {
+		err = finished
+	}
 	if err != nil {
 		return elapsed, err
 	}

@@ -271,7 +271,7 @@ func (r binderMemoryResult) rows() [][2]string {
 		{"Go heap of the binder, idle → all bound (in use at the end)", fmt.Sprintf("%s → %s (%s) (%s per host and its claim)",
 			mib(r.IdleHeap), mib(r.HeapAlloc), mib(r.HeapInuse), perPair(r.HeapAlloc, r.IdleHeap))},
 		{fmt.Sprintf("binder's requests at rest, per minute (reads / writes), over %s", r.RestWindow.Round(time.Second)),
-			fmt.Sprintf("%s, probes %s (target 0)", r.AtRest, trim(r.AtRest.Probes))},
+			r.AtRest.AtRest() + " (target 0)"},
 	}
 }
 
@@ -288,7 +288,7 @@ func (r *report) binderRows(results []associationResult) {
 		last = a
 		rest := "not measured"
 		if a.RestWindow > 0 {
-			rest = fmt.Sprintf("%s (probes %s)", a.AtRestBinder, trim(a.AtRestBinder.Probes))
+			rest = a.AtRestBinder.AtRest()
 		}
 		rows = append(rows, []string{
 			strconv.Itoa(a.Machines), a.Binder.String(),

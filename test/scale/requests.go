@@ -33,13 +33,27 @@ type requestCount struct {
 	Conflicts float64
 	// Probes are requests to non-resource paths (/api, /healthz, ...).
 	Probes float64
+	// Watches are the watch requests among Reads: an informer's first
+	// watch, and each renewal after the API server ended one (every 5 to
+	// 10 minutes), which a controller at rest cannot avoid and does not
+	// choose.
+	Watches float64
 	// Breakdown counts "verb resource code" for the closing diagnosis.
 	Breakdown map[string]int
 }
 
 func (r requestCount) perMinute(window time.Duration) requestCount {
 	f := float64(time.Minute) / float64(window)
-	return requestCount{Reads: r.Reads * f, Writes: r.Writes * f, Conflicts: r.Conflicts * f, Probes: r.Probes * f, Breakdown: r.Breakdown}
+	return requestCount{Reads: r.Reads * f, Writes: r.Writes * f, Conflicts: r.Conflicts * f, Probes: r.Probes * f, Watches: r.Watches * f, Breakdown: r.Breakdown}
+}
+
+// AtRest says requests at rest: reads / writes, with the watch renewals
+// among the reads and the probes apart.
+func (r requestCount) AtRest() string {
+	if r.Watches == 0 {
+		return fmt.Sprintf("%s (probes %s)", r, trim(r.Probes))
+	}
+	return fmt.Sprintf("%s (of which watch renewals %s; probes %s)", r, trim(r.Watches), trim(r.Probes))
 }
 
 func (r requestCount) String() string {
@@ -107,6 +121,9 @@ func countRequests(events []testenv.AuditEvent, from, to time.Time) requestCount
 			}
 		default:
 			r.Reads++
+			if e.Verb == "watch" {
+				r.Watches++
+			}
 		}
 		r.Breakdown[fmt.Sprintf("%s %s %d", e.Verb, e.Resource(), e.Code())]++
 	}

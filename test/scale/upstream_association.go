@@ -89,7 +89,7 @@ func runUpstreamAssociation(ctx context.Context, t testenv.T, dir string, n int,
 	// it sees, owned or not, and would otherwise be busy with them while it
 	// associates its own.
 	floor := &association{mgmt: &env.Management{Env: mgmt}, hosts: mgmt}
-	if res.Floor, err = floor.floor(ctx, n); err != nil {
+	if res.Floor, err = floor.floor(ctx, n, bareFloor); err != nil {
 		return res, fmt.Errorf("floor: %w", err)
 	}
 	if err := c.DeleteAllOf(ctx, &infrav1.Metal3Machine{}, client.InNamespace(floorNamespace)); err != nil {
@@ -104,16 +104,30 @@ func runUpstreamAssociation(ctx context.Context, t testenv.T, dir string, n int,
 	if err := createUpstreamCluster(ctx, c, n); err != nil {
 		return res, err
 	}
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	upstreamMachine := &unstructured.Unstructured{}
+	upstreamMachine.SetAPIVersion(upstreamInfraVersion)
+	upstreamMachine.SetKind("Metal3Machine")
+	watched, err := watchNamespace(watchCtx, mgmt.Config, assocNamespace, upstreamMachine, &bmov1alpha1.BareMetalHost{})
+	if err != nil {
+		return res, err
+	}
+	machines, err := listMachines(ctx, c, n)
+	if err != nil {
+		return res, err
+	}
 	started := time.Now()
-	if err := createUpstreamMetal3Machines(ctx, c, n); err != nil {
+	if err := createUpstreamMetal3Machines(ctx, c, machines); err != nil {
 		return res, err
 	}
 	if err := pollUntil(ctx, 30*time.Minute, flowPoll, "upstream's machines associated", func() (bool, error) {
-		return upstreamAssociated(ctx, c, n)
+		return upstreamAssociated(ctx, watched, n)
 	}); err != nil {
 		return res, err
 	}
 	associated := time.Now()
+	stopWatching()
 	res.Associated = associated.Sub(started)
 
 	if rest > 0 {
@@ -224,19 +238,16 @@ func createUpstreamCluster(ctx context.Context, c client.Client, n int) error {
 	return createMachines(ctx, c, name, n)
 }
 
-// createUpstreamMetal3Machines creates the n Metal3Machines in upstream's
-// API, owned by their Machines as Cluster API would make them, as fast as
+// createUpstreamMetal3Machines creates the Metal3Machines of machines in
+// upstream's API, owned by their Machines as Cluster API would make them, as fast as
 // the server takes them.
-func createUpstreamMetal3Machines(ctx context.Context, c client.Client, n int) error {
+func createUpstreamMetal3Machines(ctx context.Context, c client.Client, machines []clusterv1.Machine) error {
 	image, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&env.Image)
 	if err != nil {
 		return err
 	}
-	return parallel(n, 8, func(i int) error {
-		machine := &clusterv1.Machine{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: assocNamespace, Name: fmt.Sprintf("m-%d", i)}, machine); err != nil {
-			return err
-		}
+	return parallel(len(machines), 8, func(i int) error {
+		machine := &machines[i]
 		return c.Create(ctx, upstreamObject("Metal3Machine", machine.Name, "Machine", machine, map[string]any{"image": image}))
 	})
 }
@@ -264,15 +275,15 @@ func upstreamObject(kind, name, ownerKind string, owner client.Object, spec map[
 // (consumerRef, image, user data) and the annotation in the Metal3Machine's
 // patch that ends the reconcile; its AssociateBareMetalHost condition
 // follows in the status patch just after.
-func upstreamAssociated(ctx context.Context, c client.Client, want int) (bool, error) {
+func upstreamAssociated(ctx context.Context, c client.Reader, want int) (bool, error) {
 	machines := &unstructured.UnstructuredList{}
 	machines.SetAPIVersion(upstreamInfraVersion)
 	machines.SetKind("Metal3MachineList")
-	if err := c.List(ctx, machines, client.InNamespace(assocNamespace)); err != nil {
+	if err := c.List(ctx, machines, client.InNamespace(assocNamespace), client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := c.List(ctx, hosts, client.InNamespace(assocNamespace)); err != nil {
+	if err := c.List(ctx, hosts, client.InNamespace(assocNamespace), client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	consumer := map[string]string{} // host "namespace/name" -> its Metal3Machine

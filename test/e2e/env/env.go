@@ -218,9 +218,9 @@ type ManagementOptions struct {
 	Upstream *testenv.UpstreamRelease
 }
 
-// StartManagement starts a management cluster running Cluster API and the
-// provider, until t ends, outside any Environment: for benchmarks that
-// need one API server only.
+// StartManagement starts a management cluster running Cluster API (unless
+// opts.WithoutClusterAPI) and the provider, until t ends, outside any
+// Environment: for benchmarks that need one API server only.
 func StartManagement(t testenv.T, opts ManagementOptions) *Management {
 	t.Helper()
 	crdPaths := append([]string{testenv.CAPICRDPath(t), testenv.CertManagerCRDPath(t)}, testenv.CAPIKubeadmCRDPaths(t)...)
@@ -264,7 +264,9 @@ func StartManagement(t testenv.T, opts ManagementOptions) *Management {
 	}
 	labelForClusterctl(t, mgmt)
 	mgmt.ServeProviderWebhooks(t, setupCAPIWebhooks)
-	startCAPI(t, mgmt.Config)
+	if !opts.WithoutClusterAPI {
+		startCAPI(t, mgmt.Config)
+	}
 	if opts.Upstream != nil {
 		manager := mgmt.StartUpstreamCAPM3(t, opts.Upstream, opts.ProviderArgs...)
 		return &Management{Env: mgmt, Name: opts.Name, Provider: manager.Process}
