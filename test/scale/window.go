@@ -29,15 +29,23 @@ import (
 
 // A timed window (an association run and its floor) must load the API
 // server under test with the same work on both sides, and only with the
-// work being measured. Two things the benchmark did of its own loaded only
-// the provider's side: it listed every Metal3Machine five times a second to
-// see whether they were associated (at N = 1,000, five thousand objects
-// encoded a second by the server the provider shares two cores with; the
-// floor knows when its own writes return and never polled), and it read
-// each Machine before creating its Metal3Machine. Now the benchmark watches
-// (watchNamespace), reads the Machines before the window, and the floor's
-// Metal3Machines are created in its window as the provider's are in its own
-// (floorMachines).
+// work being measured. Three things loaded only the provider's side:
+//   - Cluster API's controllers ran beside it (env.ManagementOptions'
+//     WithoutClusterAPI was never read): at N = 1,000 they sent about a
+//     third of the server's requests during the provider's window (Machine
+//     and Machine status patches), none during the floor's, and none in
+//     upstream CAPM3's association runs, which never started them;
+//   - the benchmark listed every Metal3Machine five times a second to see
+//     whether they were associated (at N = 1,000, five thousand objects
+//     encoded a second by the server the provider shares two cores with);
+//     the floor knows when its own writes return and never polled;
+//   - it read each Machine inside the window before creating its
+//     Metal3Machine, and the floor's Metal3Machines were created before its
+//     window.
+//
+// Now the benchmark watches (watchNamespace), reads the Machines before the
+// window, and the floor's Metal3Machines are created in its window as the
+// provider's are in its own (floorMachines).
 
 // watchNamespace caches objs of namespace on the server at cfg until ctx
 // ends, synced before it returns: a window's waits read this cache, so the
