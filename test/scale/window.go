@@ -31,9 +31,9 @@ import (
 // server under test with the same work on both sides, and only with the
 // work being measured. Three things loaded only the provider's side:
 //   - Cluster API's controllers ran beside it (env.ManagementOptions'
-//     WithoutClusterAPI was never read): at N = 1,000 they sent about a
-//     third of the server's requests during the provider's window (Machine
-//     and Machine status patches), none during the floor's, and none in
+//     WithoutClusterAPI was never read): at N = 1,000 they sent 22 % of
+//     the server's requests during the provider's window (Machine and
+//     Machine status patches), none during the floor's, and none in
 //     upstream CAPM3's association runs, which never started them;
 //   - the benchmark listed every Metal3Machine five times a second to see
 //     whether they were associated (at N = 1,000, five thousand objects
