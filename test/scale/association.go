@@ -276,6 +276,7 @@ func (a *association) floor(ctx context.Context, n int, run floorRun) (time.Dura
 	}
 	if run.contract {
 		bootstrap := newClusterBase(run.machines, "floor").bootstrap
+		bootstrap.Name = floorBootstrapSecret
 		if err := a.mgmt.Client.Create(ctx, bootstrap); err != nil {
 			return 0, err
 		}
