@@ -17,10 +17,10 @@ limitations under the License.
 // Package chaos proves crash consistency (DESIGN.md § Invariants 8): while
 // the machines of several tenants, two of them sharing a pool namespace,
 // associate and provision, the provider's manager is killed with SIGKILL at
-// random instants while it leads, and restarted; once every machine runs, no host is bound
-// twice, no machine was provisioned twice, no Secret of ours is left
-// without its consumer, no host is claimed by nobody, and every host's data
-// is its own consumer's. Run is the scenario, shared by the test here (a
+// random instants while it leads, and restarted; once every machine runs,
+// no host is bound twice, no machine was provisioned twice, no Secret of
+// ours is left without its consumer, no host is claimed by nobody, and
+// every host's data is its own consumer's. Run is the scenario, shared by the test here (a
 // small run, in `make test`) and the scale benchmark (a large one).
 package chaos
 
