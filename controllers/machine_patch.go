@@ -57,6 +57,9 @@ func patchMetal3Machine(ctx context.Context, c client.Client, before, m3m *infra
 			return fmt.Errorf("patch Metal3Machine %s: %w", client.ObjectKeyFromObject(m3m), err)
 		}
 		m3m.ResourceVersion = written.ResourceVersion
+		if !equality.Semantic.DeepEqual(before.Spec, m3m.Spec) {
+			observeOwnSpecWrite(m3m, written.Generation)
+		}
 	}
 	if equality.Semantic.DeepEqual(before.Status, m3m.Status) {
 		return nil
@@ -71,4 +74,28 @@ func patchMetal3Machine(ctx context.Context, c client.Client, before, m3m *infra
 	}
 	m3m.ResourceVersion = written.ResourceVersion
 	return nil
+}
+
+// observeOwnSpecWrite stamps the status about to be written with the
+// generation the reconcile's own spec write made (the providerID, once the
+// host is provisioned): the status was worked out with that spec in hand.
+// Stamped with the generation read instead, it would be out of date the
+// moment it landed, and the next reconcile would write the whole status
+// again only to say so: one write more per machine, at the busiest time.
+// Only when the spec write is the one change since the read: each spec
+// change moves the generation by one, so a generation further on holds
+// someone else's change, which this status has not seen (a metadata-only
+// write moves it not at all, and is not given here).
+func observeOwnSpecWrite(m3m *infrav1.Metal3Machine, written int64) {
+	read := m3m.Generation
+	if written != read+1 {
+		return
+	}
+	m3m.Generation = written
+	m3m.Status.ObservedGeneration = written
+	for i := range m3m.Status.Conditions {
+		if m3m.Status.Conditions[i].ObservedGeneration == read {
+			m3m.Status.Conditions[i].ObservedGeneration = written
+		}
+	}
 }

@@ -25,8 +25,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
@@ -110,6 +113,78 @@ func TestPatchUnlessGone(t *testing.T) {
 			}
 			if err := patchUnlessGone(ctx, helpers[1], m3c, opts...); (err != nil) != tt.wantErr {
 				t.Fatalf("patchUnlessGone = %v, want error %t", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestPatchMetal3MachineObservesItsOwnSpecWrite: a reconcile that writes the
+// machine's spec (the providerID, once its host is provisioned) stamps the
+// status it writes next with the generation that spec write made, so the
+// next reconcile, which finds nothing new, writes nothing; a spec change
+// someone else made meanwhile leaves the status at the generation read,
+// which has not seen it.
+func TestPatchMetal3MachineObservesItsOwnSpecWrite(t *testing.T) {
+	ctx := context.Background()
+	mgmt := managementCluster(t, testScheme(t), withHosts)
+	ns := testNamespace(t, "machine-patch")
+	mgmt.GrantInNamespace(t, ns, "nobody") // creates the namespace
+
+	tests := []struct {
+		name string
+		// meanwhile is someone else's spec change between read and patch.
+		meanwhile      func(*infrav1.Metal3Machine)
+		wantObserved   int64
+		wantQuietAfter bool
+	}{
+		{name: "its own spec write only", wantObserved: 2, wantQuietAfter: true},
+		{name: "someone else's spec change meanwhile", wantObserved: 1, meanwhile: func(m3m *infrav1.Metal3Machine) {
+			m3m.Spec.Image.URL = "http://172.22.0.1/images/other.qcow2"
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m3m := &infrav1.Metal3Machine{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("machine-%d", i)},
+				Spec:       infrav1.Metal3MachineSpec{Image: infrav1.Image{URL: "http://172.22.0.1/images/node.qcow2", Checksum: ptr.To("abc")}},
+			}
+			if err := mgmt.Client.Create(ctx, m3m); err != nil {
+				t.Fatal(err)
+			}
+			if tt.meanwhile != nil {
+				other := m3m.DeepCopy()
+				tt.meanwhile(other)
+				if err := mgmt.Client.Update(ctx, other); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The reconcile: the host is provisioned.
+			before := m3m.DeepCopy()
+			m3m.Spec.ProviderID = "metal3://pool/host-0/" + m3m.Name
+			setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionTrue, infrav1.ProvisionedReason, "")
+			if err := patchMetal3Machine(ctx, mgmt.Client, before, m3m); err != nil {
+				t.Fatal(err)
+			}
+			stored := &infrav1.Metal3Machine{}
+			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m3m), stored); err != nil {
+				t.Fatal(err)
+			}
+			cond := conditions.Get(stored, infrav1.HostProvisionedCondition)
+			if stored.Status.ObservedGeneration != tt.wantObserved || cond == nil || cond.ObservedGeneration != tt.wantObserved {
+				t.Fatalf("generation %d: status observed %d, its condition %v; want %d",
+					stored.Generation, stored.Status.ObservedGeneration, cond, tt.wantObserved)
+			}
+			if !tt.wantQuietAfter {
+				return
+			}
+			// The next reconcile finds the same: nothing to write.
+			next := stored.DeepCopy()
+			setCondition(next, infrav1.HostProvisionedCondition, metav1.ConditionTrue, infrav1.ProvisionedReason, "")
+			if err := patchMetal3Machine(ctx, mgmt.Client, stored.DeepCopy(), next); err != nil {
+				t.Fatal(err)
+			}
+			if next.ResourceVersion != stored.ResourceVersion {
+				t.Errorf("the next reconcile wrote the machine again (resourceVersion %s, was %s)", next.ResourceVersion, stored.ResourceVersion)
 			}
 		})
 	}

@@ -175,7 +175,7 @@ func ConsumedHost(ctx context.Context, access hostaccess.HostAccess, m3m *infrav
 		}
 	}
 	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := reader.List(ctx, hosts, client.InNamespace(access.Namespace())); err != nil {
+	if err := reader.List(ctx, hosts, client.InNamespace(access.Namespace()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list hosts in namespace %s: %w", access.Namespace(), err)
 	}
 	if host := consumedAmong(hosts.Items, m3m); host != nil {
@@ -208,7 +208,7 @@ func recordedKey(ref string) (types.NamespacedName, bool) {
 // available one, claimed with a single update guarded by resourceVersion.
 func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := m.Access.Client().List(ctx, hosts, client.InNamespace(m.Access.Namespace())); err != nil {
+	if err := m.Access.Client().List(ctx, hosts, client.InNamespace(m.Access.Namespace()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list hosts in namespace %s: %w", m.Access.Namespace(), err)
 	}
 	if host := consumedAmong(hosts.Items, m.M3Machine); host != nil {
@@ -260,11 +260,16 @@ func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 
 var errLostRace = errors.New("host was claimed by someone else")
 
-// consumedAmong returns the host of hosts whose consumerRef is m3m.
+// consumedAmong returns a copy of the host of hosts whose consumerRef is
+// m3m. hosts share their maps and pointers with the cache: a machine
+// looking for its host, or for a free one, reads every host of the pool,
+// N hosts at each of N machines' reconciles, so they are listed without
+// copies (UnsafeDisableDeepCopy) and only read; the one host returned,
+// which its caller may change, is copied.
 func consumedAmong(hosts []bmov1alpha1.BareMetalHost, m3m *infrav1.Metal3Machine) *bmov1alpha1.BareMetalHost {
 	for i := range hosts {
 		if Consumes(&hosts[i], m3m) {
-			return &hosts[i]
+			return hosts[i].DeepCopy()
 		}
 	}
 	return nil

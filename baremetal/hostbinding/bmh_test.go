@@ -421,3 +421,85 @@ func TestReleaseTrustsThePoolNotTheAnnotation(t *testing.T) {
 		})
 	}
 }
+
+// sharedCache makes a fake pool answer a List with UnsafeDisableDeepCopy as
+// controller-runtime's cache does: each item a shallow copy of the object
+// the cache holds, sharing its maps, slices and pointers. It remembers each
+// object as it was handed out, so that a test can tell whether anyone wrote
+// through what it listed.
+type sharedCache struct {
+	held map[string]*bmov1alpha1.BareMetalHost // by name and resourceVersion
+	seen map[string]*bmov1alpha1.BareMetalHost // as first handed out
+}
+
+func (s *sharedCache) list(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	hosts, ok := list.(*bmov1alpha1.BareMetalHostList)
+	listOpts := (&client.ListOptions{}).ApplyOptions(opts)
+	if !ok || !ptr.Deref(listOpts.UnsafeDisableDeepCopy, false) {
+		return nil
+	}
+	for i := range hosts.Items {
+		key := hosts.Items[i].Name + "@" + hosts.Items[i].ResourceVersion
+		if s.held[key] == nil {
+			s.held[key] = hosts.Items[i].DeepCopy()
+			s.seen[key] = hosts.Items[i].DeepCopy()
+		}
+		hosts.Items[i] = *s.held[key]
+	}
+	return nil
+}
+
+// TestListedHostsAreOnlyRead: a machine looks for its host and for a free
+// one among hosts listed straight from the cache, without copies
+// (consumedAmong). Whatever it does next (take a host, recover a claim a
+// crash left unrecorded, provision, sync, pause, release), the cache's
+// objects are as they were: a write through them would show every other
+// machine, and the host watch, a host the API server never had.
+func TestListedHostsAreOnlyRead(t *testing.T) {
+	ctx := context.Background()
+	unrecorded := availableHost("host-1")
+	unrecorded.Labels = map[string]string{"rack": "b"}
+	unrecorded.Annotations = map[string]string{bmov1alpha1.PausedAnnotation: pausedByUs}
+	unrecorded.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "Metal3Machine", Namespace: "tenant-a", Name: "worker-0", UID: "uid-worker-0"}
+	free := availableHost("host-0")
+	free.Labels = map[string]string{"rack": "a"}
+	cache := &sharedCache{held: map[string]*bmov1alpha1.BareMetalHost{}, seen: map[string]*bmov1alpha1.BareMetalHost{}}
+	f := newBindingFixture(t, interceptor.Funcs{List: cache.list}, free, unrecorded)
+
+	host, err := f.binding.Host(ctx)
+	if err != nil || host == nil || host.Name != "host-1" {
+		t.Fatalf("Host = %v, %v; want the unrecorded claim of host-1", host, err)
+	}
+	if host, err = f.binding.Bind(ctx); err != nil || host.Name != "host-1" {
+		t.Fatalf("Bind = %v, %v; want the unrecorded claim of host-1", host, err)
+	}
+	if err := f.binding.Provision(ctx, host, RenderedSecrets{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.binding.Sync(ctx, host); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.binding.Pause(ctx, host, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.binding.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := &infrav1.Metal3Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-1", UID: "uid-worker-1"}, Spec: f.m3m.Spec}
+	infrav1.EnsureConsumerID(other)
+	if host, err := bmhBindingFor(t, f.pool, other).Bind(ctx); err != nil || host.Name != "host-0" {
+		t.Fatalf("another machine's Bind = %v, %v; want the free host-0", host, err)
+	}
+
+	if len(cache.held) == 0 {
+		t.Fatal("nothing was listed without copies")
+	}
+	for key, held := range cache.held {
+		if !equality.Semantic.DeepEqual(held, cache.seen[key]) {
+			t.Errorf("cached host %s was changed by the binding:\n got %+v\nwant %+v", key, held, cache.seen[key])
+		}
+	}
+}

@@ -156,13 +156,15 @@ func ConsumedClaim(ctx context.Context, access hostaccess.HostAccess, m3m *infra
 			return nil, fmt.Errorf("get HostClaim %s: %w", key, err)
 		}
 	}
+	// Read without copies, as consumedAmong reads hosts: every claim of
+	// the namespace at each look; the one returned is copied.
 	claims := &bmov1alpha1.HostClaimList{}
-	if err := reader.List(ctx, claims, client.InNamespace(access.Namespace())); err != nil {
+	if err := reader.List(ctx, claims, client.InNamespace(access.Namespace()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list HostClaims in namespace %s: %w", access.Namespace(), err)
 	}
 	for i := range claims.Items {
 		if ClaimedFor(&claims.Items[i], m3m) {
-			return &claims.Items[i], nil
+			return claims.Items[i].DeepCopy(), nil
 		}
 	}
 	if recorded == "" {
