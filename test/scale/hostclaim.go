@@ -64,7 +64,7 @@ const (
 // HardwareData copied next to it (HostAssociated, as in the other modes).
 // The requests at rest, for rest afterwards (none when zero), are counted
 // for the provider and the binder.
-func runHostClaimAssociation(ctx context.Context, t testenv.T, dir string, n int, rest time.Duration) (associationResult, error) {
+func runHostClaimAssociation(ctx context.Context, t testenv.T, dir string, n int, rest, provisionHold time.Duration) (associationResult, error) {
 	a := &association{remote: true}
 	tag := fmt.Sprintf("hostclaim-%d", n)
 	a.mgmtAudit = filepath.Join(dir, tag+"-management-audit.log")
@@ -88,9 +88,7 @@ func runHostClaimAssociation(ctx context.Context, t testenv.T, dir string, n int
 	if err := admitClaims(ctx, a.hosts.Client, poolNamespace, claimTenantNamespace); err != nil {
 		return associationResult{}, err
 	}
-	driver, err := hostdriver.Start(ctx, a.hosts.Config, hostdriver.Options{
-		Namespaces: []string{poolNamespace, floorHosts}, QPS: 1000, Burst: 2000, Workers: 16,
-	})
+	driver, err := hostdriver.Start(ctx, a.hosts.Config, associationDriver(provisionHold, poolNamespace, floorHosts))
 	if err != nil {
 		return associationResult{}, err
 	}

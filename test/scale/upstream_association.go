@@ -56,7 +56,7 @@ const upstreamInfraVersion = "infrastructure.cluster.x-k8s.io/v1beta2"
 // Metal3Machines created at once, which upstream's manager, run as its
 // release ships it, associates. Its requests are counted until then, and at
 // rest for rest afterwards (none when zero).
-func runUpstreamAssociation(ctx context.Context, t testenv.T, dir string, n int, rest time.Duration) (associationResult, error) {
+func runUpstreamAssociation(ctx context.Context, t testenv.T, dir string, n int, rest, provisionHold time.Duration) (associationResult, error) {
 	res := associationResult{Machines: n, Mode: modeUpstream}
 	upstream := testenv.UpstreamCAPM3(t)
 	auditLog := filepath.Join(dir, fmt.Sprintf("upstream-assoc-%d-audit.log", n))
@@ -78,7 +78,7 @@ func runUpstreamAssociation(ctx context.Context, t testenv.T, dir string, n int,
 			return res, err
 		}
 	}
-	driver, err := startAvailableHosts(ctx, mgmt, []string{assocNamespace, floorHosts}, n)
+	driver, err := startAvailableHosts(ctx, mgmt, associationDriver(provisionHold, assocNamespace, floorHosts), n)
 	if err != nil {
 		return res, err
 	}
@@ -171,10 +171,11 @@ func upstreamAtRest(ctx context.Context, c client.Client, auditLog string, n int
 	return countRequests(filterUser(events, upstreamUser), restStart, restStart.Add(window)).perMinute(window), window, nil
 }
 
-// startAvailableHosts registers n hosts in each namespace, starts the host
-// driver on them and returns once every one is available.
-func startAvailableHosts(ctx context.Context, e *testenv.Env, namespaces []string, n int) (*hostdriver.Driver, error) {
-	driver, err := hostdriver.Start(ctx, e.Config, hostdriver.Options{Namespaces: namespaces, QPS: 1000, Burst: 2000, Workers: 16})
+// startAvailableHosts registers n hosts in each of opts' namespaces, starts
+// the host driver with opts and returns once every one is available.
+func startAvailableHosts(ctx context.Context, e *testenv.Env, opts hostdriver.Options, n int) (*hostdriver.Driver, error) {
+	namespaces := opts.Namespaces
+	driver, err := hostdriver.Start(ctx, e.Config, opts)
 	if err != nil {
 		return nil, err
 	}
