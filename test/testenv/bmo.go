@@ -20,7 +20,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"sync"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -52,18 +51,6 @@ func (e *Env) StartBMO(t T, podNamespace string) *Process {
 		"--metrics-addr="+FreeLoopbackAddr(t),
 		"--health-addr="+FreeLoopbackAddr(t),
 	)
-}
-
-// FreeLoopbackAddr returns a loopback host:port that was free a moment ago,
-// for servers a test starts (probes, metrics, webhooks).
-func FreeLoopbackAddr(t T) string {
-	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("reserve a port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a child
