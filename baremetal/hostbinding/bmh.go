@@ -261,11 +261,9 @@ func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 var errLostRace = errors.New("host was claimed by someone else")
 
 // consumedAmong returns a copy of the host of hosts whose consumerRef is
-// m3m. hosts share their maps and pointers with the cache: a machine
-// looking for its host, or for a free one, reads every host of the pool,
-// N hosts at each of N machines' reconciles, so they are listed without
-// copies (UnsafeDisableDeepCopy) and only read; the one host returned,
-// which its caller may change, is copied.
+// m3m. hosts share their maps with the cache (UnsafeDisableDeepCopy: N
+// machines each read the pool's N hosts), so they are only read; the one
+// returned, which its caller may change, is copied.
 func consumedAmong(hosts []bmov1alpha1.BareMetalHost, m3m *infrav1.Metal3Machine) *bmov1alpha1.BareMetalHost {
 	for i := range hosts {
 		if Consumes(&hosts[i], m3m) {
