@@ -90,6 +90,13 @@ func newBindingFixture(t *testing.T, funcs interceptor.Funcs, hosts ...client.Ob
 // data from the management cluster, to hosts in pool.
 func bmhBindingFor(t *testing.T, pool client.Client, m3m *infrav1.Metal3Machine) Binding {
 	t.Helper()
+	return ForBareMetalHosts(bindingOptions(t, pool, m3m))
+}
+
+// bindingOptions are the options binding m3m of tenant-a, whose Machine
+// takes its bootstrap data from the management cluster, to pool.
+func bindingOptions(t *testing.T, pool client.Client, m3m *infrav1.Metal3Machine) Options {
+	t.Helper()
 	scheme := testScheme(t)
 	machine := &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "worker-0"},
@@ -100,10 +107,10 @@ func bmhBindingFor(t *testing.T, pool client.Client, m3m *infrav1.Metal3Machine)
 		Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
 	}).Build()
 	access := &fakeaccess.HostAccess{IdentityKey: identity.InCluster, HostNamespace: poolNamespace, HostClient: pool}
-	return ForBareMetalHosts(Options{
+	return Options{
 		Client: mgmt, Access: access, Cluster: &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c"}},
 		Machine: machine, M3Machine: m3m,
-	})
+	}
 }
 
 func (f *bindingFixture) host(t *testing.T, name string) *bmov1alpha1.BareMetalHost {

@@ -104,9 +104,11 @@ func claimView(claim *bmov1alpha1.HostClaim, hardware *bmov1alpha1.HardwareData)
 	// What the binder refuses to pass to the host (an image the pool's
 	// deploy policy forbids, a Secret it cannot copy) is the machine's to
 	// fix, and it would otherwise wait for ever: say it. A pause is not a
-	// refusal.
+	// refusal, nor a Secret the provider writes after the claim
+	// (provisionIfPlain).
 	if cond := meta.FindStatusCondition(claim.Status.Conditions, bmov1alpha1.SynchronizedCondition); view.ErrorMessage == "" &&
-		cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason != bmov1alpha1.HostPausedReason {
+		cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason != bmov1alpha1.HostPausedReason &&
+		cond.Reason != hostclaim.WaitingForSecretReason {
 		view.ErrorMessage = fmt.Sprintf("the pool's binder does not pass the HostClaim to its host (%s): %s", cond.Reason, cond.Message)
 	}
 	return view
@@ -245,9 +247,9 @@ func (m *claimBinding) lookup(ctx context.Context) (*Host, error) {
 }
 
 // Bind implements Binding: it creates the machine's claim (or finds the one
-// a crash left unrecorded), gives it what to provision when the machine
-// has no dataTemplate, and reports the host once the binder has bound it;
-// until then ErrNoAvailableHost, with the binder's reason.
+// a crash left unrecorded), with what to provision when the machine has no
+// dataTemplate, and reports the host once the binder has bound it; until
+// then ErrNoAvailableHost, with the binder's reason.
 func (m *claimBinding) Bind(ctx context.Context) (*Host, error) {
 	claim, err := m.ensureClaim(ctx)
 	if err != nil {
@@ -264,17 +266,55 @@ func (m *claimBinding) Bind(ctx context.Context) (*Host, error) {
 	return nil, fmt.Errorf("%w: HostClaim %s/%s waits: %s", ErrNoAvailableHost, claim.Namespace, claim.Name, waiting)
 }
 
-// provisionIfPlain gives the claim of a machine without a dataTemplate
-// what to provision, if it has not got it yet: such a machine has
-// everything it needs from the start, as in the other mode.
+// provisionIfPlain makes sure the claim of a machine without a dataTemplate
+// has what to provision: such a machine has everything it needs from the
+// start, as in the other mode. Its claim is created with it (ensureClaim),
+// and its Secrets are written right after; when that did not happen (a
+// crash between the two, or a claim made before claims were created
+// whole), it happens now.
 func (m *claimBinding) provisionIfPlain(ctx context.Context, claim *bmov1alpha1.HostClaim) error {
-	if UsesDataTemplate(m.M3Machine) || claim.Spec.Image != nil || claim.Spec.CustomDeploy != nil || !claim.DeletionTimestamp.IsZero() {
+	switch {
+	case UsesDataTemplate(m.M3Machine) || !claim.DeletionTimestamp.IsZero():
+		return nil
+	case claim.Spec.Image == nil && claim.Spec.CustomDeploy == nil:
+		return m.provisionClaim(ctx, claim, RenderedSecrets{})
+	case secretsWritten(m.M3Machine, claim) && !waitsForSecret(claim):
 		return nil
 	}
-	return m.provisionClaim(ctx, claim, RenderedSecrets{})
+	if _, err := m.writeHostSecrets(ctx, claimView(claim, &bmov1alpha1.HardwareData{})); err != nil {
+		return err
+	}
+	m.recordClaimData(claim)
+	return nil
+}
+
+// secretsWritten reports whether the machine's status says the claim's
+// Secrets were written: the status records the claim's Secrets only once
+// they are. A status lost (clusterctl move keeps none) only costs writing
+// them again, which changes nothing.
+func secretsWritten(m3m *infrav1.Metal3Machine, claim *bmov1alpha1.HostClaim) bool {
+	return sameSecretRef(m3m.Status.UserData, claim.Spec.UserData) &&
+		sameSecretRef(m3m.Status.MetaData, claim.Spec.MetaData) &&
+		sameSecretRef(m3m.Status.NetworkData, claim.Spec.NetworkData)
+}
+
+func sameSecretRef(a, b *corev1.SecretReference) bool {
+	return ptr.Deref(a, corev1.SecretReference{}) == ptr.Deref(b, corev1.SecretReference{})
+}
+
+// waitsForSecret reports whether the binder says one of the claim's
+// Secrets does not exist: someone deleted it, the provider writes it again.
+func waitsForSecret(claim *bmov1alpha1.HostClaim) bool {
+	cond := meta.FindStatusCondition(claim.Status.Conditions, bmov1alpha1.SynchronizedCondition)
+	return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hostclaim.WaitingForSecretReason
 }
 
 // ensureClaim returns the machine's claim, creating it if it does not exist.
+// The claim of a machine without a dataTemplate is created whole: with its
+// image and the names of its Secrets, which are written right after it,
+// owned by it (their owner's UID is only known then). The binder waits for
+// a Secret that does not exist yet; one request for the claim instead of
+// a create and a patch.
 func (m *claimBinding) ensureClaim(ctx context.Context) (*bmov1alpha1.HostClaim, error) {
 	key := types.NamespacedName{Namespace: m.Access.Namespace(), Name: claimName(m.M3Machine)}
 	claim := &bmov1alpha1.HostClaim{}
@@ -289,6 +329,15 @@ func (m *claimBinding) ensureClaim(ctx context.Context) (*bmov1alpha1.HostClaim,
 		return nil, fmt.Errorf("get HostClaim %s: %w", key, err)
 	}
 	claim = m.newClaim(key)
+	var secrets []secretData
+	if !UsesDataTemplate(m.M3Machine) {
+		// Read before the claim is created: a machine whose data cannot
+		// be read makes no claim that would wait for it.
+		if secrets, err = m.hostSecretData(ctx); err != nil {
+			return nil, err
+		}
+		m.setProvisioning(&claim.Spec, m.secretRefsIn(key.Namespace, secrets))
+	}
 	if err := m.Access.Client().Create(ctx, claim); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("create HostClaim %s: %w", key, err)
@@ -303,6 +352,14 @@ func (m *claimBinding) ensureClaim(ctx context.Context) (*bmov1alpha1.HostClaim,
 		return claim, nil
 	}
 	m.claimEvent(ctx, claim, "HostClaimCreated", "Created HostClaim %s/%s; the pool's binder chooses its host", claim.Namespace, claim.Name)
+	if secrets != nil {
+		// A failure here leaves the status without the Secrets:
+		// provisionIfPlain writes them at the next reconcile.
+		if _, err := m.writeSecrets(ctx, claimView(claim, &bmov1alpha1.HardwareData{}), secrets); err != nil {
+			return nil, err
+		}
+		m.recordClaimData(claim)
+	}
 	return claim, nil
 }
 
@@ -344,6 +401,11 @@ func (m *claimBinding) reuseKey() string { return m.Reuse.Cluster + "/" + m.Reus
 // in the other mode.
 func (m *claimBinding) recordClaim(claim *bmov1alpha1.HostClaim) {
 	recordOnce(m.M3Machine, infrav1.HostClaimAnnotation, claim.Namespace+"/"+claim.Name)
+}
+
+// recordClaimData notes the claim's Secrets in the machine's status, once
+// they are written (secretsWritten).
+func (m *claimBinding) recordClaimData(claim *bmov1alpha1.HostClaim) {
 	m.M3Machine.Status.UserData = claim.Spec.UserData
 	m.M3Machine.Status.MetaData = claim.Spec.MetaData
 	m.M3Machine.Status.NetworkData = claim.Spec.NetworkData
@@ -371,26 +433,32 @@ func (m *claimBinding) provisionClaim(ctx context.Context, claim *bmov1alpha1.Ho
 	if err != nil {
 		return err
 	}
-	updated := claim.DeepCopy()
-	updated.Spec.PoweredOn = true
-	updated.Spec.Image = m.image()
-	if method := m.M3Machine.Spec.CustomDeploy.Method; method != "" {
-		updated.Spec.CustomDeploy = &bmov1alpha1.CustomDeploy{Method: method}
-	}
-	updated.Spec.UserData = refs.userData
-	updated.Spec.MetaData, updated.Spec.NetworkData = refs.metaData, refs.networkData
 	if rendered.MetaData != nil {
-		updated.Spec.MetaData = rendered.MetaData
+		refs.metaData = rendered.MetaData
 	}
 	if rendered.NetworkData != nil {
-		updated.Spec.NetworkData = rendered.NetworkData
+		refs.networkData = rendered.NetworkData
 	}
+	updated := claim.DeepCopy()
+	m.setProvisioning(&updated.Spec, refs)
 	if err := m.patchClaim(ctx, claim, updated); err != nil {
 		return err
 	}
 	*claim = *updated
 	m.recordClaim(claim)
+	m.recordClaimData(claim)
 	return nil
+}
+
+// setProvisioning asks the claim for the machine's image or custom deploy,
+// powered on, with the Secrets refs.
+func (m *claimBinding) setProvisioning(spec *bmov1alpha1.HostClaimSpec, refs hostSecrets) {
+	spec.PoweredOn = true
+	spec.Image = m.image()
+	if method := m.M3Machine.Spec.CustomDeploy.Method; method != "" {
+		spec.CustomDeploy = &bmov1alpha1.CustomDeploy{Method: method}
+	}
+	spec.UserData, spec.MetaData, spec.NetworkData = refs.userData, refs.metaData, refs.networkData
 }
 
 // patchClaim sends the difference between claim and updated. No

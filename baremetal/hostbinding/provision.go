@@ -64,37 +64,82 @@ type hostSecrets struct {
 	userData, metaData, networkData *corev1.SecretReference
 }
 
+// secretData is the data of one Secret to write next to a host.
+type secretData struct {
+	purpose string
+	data    map[string][]byte
+}
+
 // writeHostSecrets copies user data (the machine's own, else the bootstrap
 // provider's) and any plain metadata/network data Secrets next to host.
 func (m *machineSide) writeHostSecrets(ctx context.Context, host *Host) (hostSecrets, error) {
-	var refs hostSecrets
+	secrets, err := m.hostSecretData(ctx)
+	if err != nil {
+		return hostSecrets{}, err
+	}
+	return m.writeSecrets(ctx, host, secrets)
+}
+
+// hostSecretData reads what writeHostSecrets writes: the user data, and
+// the machine's plain metadata and network data Secrets if it names any.
+func (m *machineSide) hostSecretData(ctx context.Context) ([]secretData, error) {
 	userData, err := m.userData(ctx)
 	if err != nil {
-		return refs, err
+		return nil, err
 	}
-	if refs.userData, err = WriteNewSecret(ctx, m.Access, host, m.M3Machine, "Metal3Machine", pool.UserDataPurpose, userData); err != nil {
-		return refs, err
-	}
+	secrets := []secretData{{purpose: pool.UserDataPurpose, data: userData}}
 	for _, s := range []struct {
 		ref     *corev1.SecretReference
 		purpose string
-		out     **corev1.SecretReference
 	}{
-		{m.M3Machine.Spec.MetaData, pool.MetaDataPurpose, &refs.metaData},
-		{m.M3Machine.Spec.NetworkData, pool.NetworkDataPurpose, &refs.networkData},
+		{m.M3Machine.Spec.MetaData, pool.MetaDataPurpose},
+		{m.M3Machine.Spec.NetworkData, pool.NetworkDataPurpose},
 	} {
 		if s.ref == nil {
 			continue
 		}
 		data, err := m.localSecretData(ctx, s.ref.Name)
 		if err != nil {
-			return refs, err
+			return nil, err
 		}
-		if *s.out, err = WriteNewSecret(ctx, m.Access, host, m.M3Machine, "Metal3Machine", s.purpose, data); err != nil {
-			return refs, err
+		secrets = append(secrets, secretData{purpose: s.purpose, data: data})
+	}
+	return secrets, nil
+}
+
+// writeSecrets writes secrets next to host and returns their references.
+func (m *machineSide) writeSecrets(ctx context.Context, host *Host, secrets []secretData) (hostSecrets, error) {
+	var refs hostSecrets
+	for _, s := range secrets {
+		ref, err := WriteNewSecret(ctx, m.Access, host, m.M3Machine, "Metal3Machine", s.purpose, s.data)
+		if err != nil {
+			return hostSecrets{}, err
 		}
+		refs.set(s.purpose, ref)
 	}
 	return refs, nil
+}
+
+// secretRefsIn are the references writeSecrets returns for secrets
+// written in namespace, known before they are written: the names depend
+// on the machine and the purpose only.
+func (m *machineSide) secretRefsIn(namespace string, secrets []secretData) hostSecrets {
+	var refs hostSecrets
+	for _, s := range secrets {
+		refs.set(s.purpose, &corev1.SecretReference{Namespace: namespace, Name: hostSecretName(m.M3Machine, s.purpose)})
+	}
+	return refs
+}
+
+func (refs *hostSecrets) set(purpose string, ref *corev1.SecretReference) {
+	switch purpose {
+	case pool.UserDataPurpose:
+		refs.userData = ref
+	case pool.MetaDataPurpose:
+		refs.metaData = ref
+	case pool.NetworkDataPurpose:
+		refs.networkData = ref
+	}
 }
 
 // userData is the data of the machine's userData Secret, else of the

@@ -72,6 +72,13 @@ const (
 	// CustomDeployNotAllowedReason is the Synchronized reason of a claim
 	// whose custom deploy method the pool's deploy policy refuses.
 	CustomDeployNotAllowedReason = "CustomDeployNotAllowed"
+	// WaitingForSecretReason is the Synchronized reason of a claim one of
+	// whose Secrets does not exist: the provider creates a claim with its
+	// image and the names of its Secrets and writes the Secrets right after
+	// it, owned by it, so a missing Secret is waited for, not a failure.
+	// Its host is not given what to provision meanwhile; the Secret's
+	// creation brings the claim back.
+	WaitingForSecretReason = "WaitingForSecret"
 	// UnhealthyMarkRefusedReason is the reason of the Event on a claim
 	// whose unhealthy mark the binder did not carry to its host: its
 	// namespace already has as many hosts marked as the pool allows.

@@ -27,6 +27,7 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -316,6 +317,49 @@ func TestSecretOfAnotherNamespaceIsRefused(t *testing.T) {
 	h := p.getHost(g, host.Namespace, host.Name)
 	g.Expect(h.Spec.Image).To(BeNil(), "not provisioned without the claim's data")
 	g.Expect(h.Spec.NetworkData).To(BeNil())
+}
+
+// TestClaimWaitsForItsSecret: the provider creates a claim with its image
+// and the name of its user-data Secret, and writes the Secret right after.
+// A claim seen before its Secret is bound but its host is not given the
+// image (never provisioned without the tenant's data), and the binder says
+// it waits, not that it failed: no Warning, a reason the provider does not
+// report as a host error. The Secret's creation alone brings the claim back
+// and its host is provisioned.
+func TestClaimWaitsForItsSecret(t *testing.T) {
+	t.Parallel()
+	p := testPool(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := p.namespace(t, "tenant", nil)
+	poolNS := p.hosts(t, 1, &bmov1alpha1.HostClaimNamespaces{Names: []string{tenant}})
+	c := p.claim(t, tenant, "worker", "", withImage, func(c *bmov1alpha1.HostClaim) {
+		c.Spec.UserData = &corev1.SecretReference{Name: "worker-userdata"}
+	})
+	host := p.boundHost(t, c, 60*time.Second)
+	g.Eventually(func(g Gomega) {
+		synced := condition(p.getClaim(g, c), bmov1alpha1.SynchronizedCondition)
+		g.Expect(synced.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(synced.Reason).To(Equal(hostclaim.WaitingForSecretReason))
+		g.Expect(synced.Message).To(ContainSubstring("worker-userdata"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(p.getHost(g, poolNS, host.Name).Spec.Image).To(BeNil(), "not provisioned without the claim's data")
+	events := &eventsv1.EventList{}
+	g.Expect(p.env.Client.List(ctx, events, client.InNamespace(tenant))).To(Succeed())
+	for _, e := range events.Items {
+		g.Expect(e.Type).NotTo(Equal(corev1.EventTypeWarning), "Event %s: %s", e.Reason, e.Note)
+	}
+
+	g.Expect(p.env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "worker-userdata"},
+		Data:       map[string][]byte{"userData": []byte("#cloud-config")},
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(p.getClaim(g, c), bmov1alpha1.SynchronizedCondition).Reason).To(Equal(bmov1alpha1.ConfigurationSyncedReason))
+		h := p.getHost(g, poolNS, host.Name)
+		g.Expect(h.Spec.Image).To(Equal(testImage))
+		g.Expect(h.Spec.UserData).NotTo(BeNil())
+	}).WithTimeout(30*time.Second).Should(Succeed(), "the Secret's creation brings the claim back")
 }
 
 // TestHardwareDataNotTheBindersIsLeftAlone: a HardwareData named after a

@@ -57,10 +57,12 @@ func secretRefs(claim *bmov1alpha1.HostClaim) []secretRef {
 }
 
 // syncFailure is a claim's Secret that cannot be copied for a reason the
-// tenant must fix; it is reported, not retried with backoff (the Secret
-// watch brings the claim back when the Secret changes).
+// tenant must fix, or one that does not exist yet (waiting); it is
+// reported, not retried with backoff (the Secret watch brings the claim
+// back when the Secret is written).
 type syncFailure struct {
 	reason, message string
+	waiting         bool
 }
 
 func (f *syncFailure) Error() string { return f.message }
@@ -129,11 +131,17 @@ func (r *Reconciler) hostAsClaimed(ctx context.Context, claim *bmov1alpha1.HostC
 }
 
 // refuse reports in the claim's Synchronized condition what of it is not
-// passed to its host, with an Event when that changes.
+// passed to its host, with an Event when that changes; a Secret waited for
+// is only logged (it is usually written a moment after the claim).
 func (r *Reconciler) refuse(ctx context.Context, claim *bmov1alpha1.HostClaim, failure *syncFailure) {
 	previous := meta.FindStatusCondition(claim.Status.Conditions, bmov1alpha1.SynchronizedCondition)
 	setCondition(claim, bmov1alpha1.SynchronizedCondition, metav1.ConditionFalse, failure.reason, failure.message)
-	if previous == nil || previous.Reason != failure.reason || previous.Message != failure.message {
+	changed := previous == nil || previous.Reason != failure.reason || previous.Message != failure.message
+	if changed && failure.waiting {
+		ctrl.LoggerFrom(ctx).Info("the claim waits for its Secrets", "why", failure.message)
+		return
+	}
+	if changed {
 		ctrl.LoggerFrom(ctx).Info("the claim is not synchronized to its host", "reason", failure.reason, "why", failure.message)
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, failure.reason, "Sync", "%s", failure.message)
 	}
@@ -175,6 +183,9 @@ func (r *Reconciler) syncSecrets(ctx context.Context, claim *bmov1alpha1.HostCla
 		switch {
 		case errors.As(err, &failure):
 			failure.reason = s.reason
+			if failure.waiting {
+				failure.reason = hostclaim.WaitingForSecretReason
+			}
 			failures = append(failures, failure)
 		case err != nil:
 			return nil, err
@@ -183,13 +194,25 @@ func (r *Reconciler) syncSecrets(ctx context.Context, claim *bmov1alpha1.HostCla
 		}
 	}
 	if len(failures) > 0 {
-		messages := make([]string, 0, len(failures))
-		for _, f := range failures {
-			messages = append(messages, f.message)
-		}
-		return nil, &syncFailure{reason: failures[0].reason, message: strings.Join(messages, "; ")}
+		return nil, joinFailures(failures)
 	}
 	return copies, nil
+}
+
+// joinFailures is one report of failures: the reason of the first the
+// tenant must fix, or WaitingForSecret when every one is a Secret that
+// does not exist yet.
+func joinFailures(failures []*syncFailure) *syncFailure {
+	joined := &syncFailure{reason: failures[0].reason, waiting: true}
+	messages := make([]string, 0, len(failures))
+	for _, f := range failures {
+		messages = append(messages, f.message)
+		if joined.waiting && !f.waiting {
+			joined.reason, joined.waiting = f.reason, false
+		}
+	}
+	joined.message = strings.Join(messages, "; ")
+	return joined
 }
 
 // copySecret writes the data of the claim's Secret ref to the copy named
@@ -221,7 +244,8 @@ func (r *Reconciler) copySecret(ctx context.Context, claim *bmov1alpha1.HostClai
 	source := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, sourceKey, source); err != nil {
 		if apierrors.IsNotFound(err) {
-			return &syncFailure{message: fmt.Sprintf("Secret %s not found in namespace %s", ref.Name, claim.Namespace)}
+			return &syncFailure{waiting: true, message: fmt.Sprintf("waiting for Secret %s of namespace %s, which does not exist",
+				ref.Name, claim.Namespace)}
 		}
 		return fmt.Errorf("get Secret %s: %w", sourceKey, err)
 	}
