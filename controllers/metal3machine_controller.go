@@ -183,10 +183,11 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	// a claim and its consumer ID could not find its host again. A machine
 	// whose identity cannot be used gets neither: it touches no host, and
 	// a finalizer would keep it from being deleted until the identity
-	// works.
+	// works. The same write records the host the machine is about to take
+	// (an intent until the claim's status confirms it), and the reconcile
+	// goes on to claim it: one write of the machine per association fewer.
 	if scope.identityErr == nil {
-		added, err := persistFinalizer(ctx, writes, m3m, infrav1.Metal3MachineFinalizer, true)
-		if err != nil || added {
+		if _, err := persistFinalizer(ctx, writes, m3m, infrav1.Metal3MachineFinalizer, true, r.intendHost(ctx, scope)); err != nil {
 			writes.waitForWrites(ctx, r.Client, m3m)
 			return ctrl.Result{}, err
 		}

@@ -59,9 +59,13 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 		}
 	}
 
-	if !ptr.Deref(s.cluster.Status.Initialization.InfrastructureProvisioned, false) {
-		setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.WaitingForClusterInfrastructureReason,
-			"Waiting for the cluster's infrastructure to be provisioned")
+	if !clusterInfrastructureProvisioned(s) {
+		if !infrav1.HostRecordConfirmed(m3m) {
+			// A confirmed association stays confirmed (HostAssociated
+			// tells it until HostProvisioned does).
+			setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.WaitingForClusterInfrastructureReason,
+				"Waiting for the cluster's infrastructure to be provisioned")
+		}
 		return ctrl.Result{}, nil
 	}
 
@@ -75,7 +79,7 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 	case err != nil:
 		return ctrl.Result{}, err
 	case host == nil:
-		if m3m.Spec.UserData == nil && s.machine.Spec.Bootstrap.DataSecretName == nil {
+		if !hasBootstrapData(s) {
 			setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason,
 				"Waiting for the bootstrap provider's data")
 			return ctrl.Result{}, nil
@@ -102,6 +106,13 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 			recorded, host.Namespace)
 	}
 	setCondition(m3m, infrav1.HostAssociatedCondition, metav1.ConditionTrue, infrav1.AssociatedReason, associated)
+	if conditions.Get(m3m, infrav1.HostProvisionedCondition) == nil {
+		// From the association on, the machine has this condition, which
+		// confirms its host record (infrav1.HostRecordConfirmed) whatever
+		// later rewrites HostAssociated; the steps below refine it.
+		setCondition(m3m, infrav1.HostProvisionedCondition, metav1.ConditionFalse, infrav1.ProvisioningReason,
+			fmt.Sprintf("Host %s is %s", host, provisioningProgress(host)))
+	}
 
 	if hostbinding.UsesDataTemplate(m3m) {
 		if result, ready, err := r.reconcileData(ctx, s, host); !ready || err != nil {
@@ -140,6 +151,36 @@ func (r *Metal3MachineReconciler) reconcileNormal(ctx context.Context, s *machin
 			fmt.Sprintf("Host %s is %s", host, provisioningProgress(host)))
 	}
 	return ctrl.Result{RequeueAfter: hostProgressRequeue}, nil
+}
+
+// intendHost records, with the finalizer the machine's first write adds,
+// the host its binding would take now (Binding.Intend), when it would take
+// one in this reconcile: not deleting, its cluster's infrastructure
+// provisioned, its bootstrap data there. A host it is about to claim keeps
+// clusterctl move waiting from that write on.
+func (r *Metal3MachineReconciler) intendHost(ctx context.Context, s *machineScope) func() {
+	return func() {
+		if !s.m3m.DeletionTimestamp.IsZero() || !clusterInfrastructureProvisioned(s) || !hasBootstrapData(s) {
+			return
+		}
+		if err := s.binding.Intend(ctx); err != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("No host intended", "reason", err.Error())
+			return
+		}
+		setBlockMove(s.m3m, machineInFlight(s.m3m))
+	}
+}
+
+// clusterInfrastructureProvisioned: the machine's cluster's
+// infrastructure is provisioned, which binding a host waits for.
+func clusterInfrastructureProvisioned(s *machineScope) bool {
+	return ptr.Deref(s.cluster.Status.Initialization.InfrastructureProvisioned, false)
+}
+
+// hasBootstrapData: the bootstrap provider's data (or the machine's own
+// user data) is there, which binding a host waits for.
+func hasBootstrapData(s *machineScope) bool {
+	return s.m3m.Spec.UserData != nil || s.machine.Spec.Bootstrap.DataSecretName != nil
 }
 
 // reconcileData claims the machine's data and, once it is rendered next to

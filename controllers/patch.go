@@ -49,9 +49,10 @@ import (
 
 // persistFinalizer adds finalizer to obj and, when withConsumerID, its
 // consumer ID (infrav1.EnsureConsumerID), and writes them in a patch of
-// their own. It reports whether it wrote: the caller then returns, and the
+// their own, with what records add to obj then (they run only when the
+// patch is written). It reports whether it wrote: the caller then returns, and the
 // write's update event brings the next reconcile, which finds both in place
-// before it creates its patch helper.
+// before it creates its patch helper; or it goes on with obj as written.
 //
 // Why apart from the deferred patch: a finalizer must be on the object
 // before anything it guards exists (a host claimed, Secrets written next to
@@ -62,7 +63,9 @@ import (
 //
 // Deleting objects get nothing: a finalizer is never added to an object on
 // its way out.
-func persistFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string, withConsumerID bool) (bool, error) {
+func persistFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string, withConsumerID bool,
+	records ...func(),
+) (bool, error) {
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return false, nil
 	}
@@ -76,6 +79,9 @@ func persistFinalizer(ctx context.Context, c client.Client, obj client.Object, f
 	}
 	if !changed {
 		return false, nil
+	}
+	for _, record := range records {
+		record()
 	}
 	// A merge patch, as the patch helper's: the finalizer list goes whole.
 	if err := c.Patch(ctx, obj, client.MergeFrom(before)); err != nil {

@@ -118,10 +118,11 @@ func TestReleaseTrustsThePool(t *testing.T) {
 		g.Expect(host.Spec.AutomatedCleaningMode).To(Equal(bmov1alpha1.CleaningModeMetadata), "the next tenant's machine gets the pool's cleaning")
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
-	// A machine recording a host nobody can find: the tenant wrote the
-	// record itself, or the host's BareMetalHost was deleted.
+	// A provisioned machine (its provider ID confirms its record) whose
+	// host nobody can find: the host's BareMetalHost was deleted.
 	lost := cluster.machine(t, mgmt.Client, "lost", func(m *infrav1.Metal3Machine) {
 		m.Annotations = map[string]string{infrav1.HostAnnotation: ns + "/vanished"}
+		m.Spec.ProviderID = "metal3://" + ns + "/vanished/lost"
 	})
 	g.Eventually(func() string { return associatedMessage(g, mgmt.Client, lost) }).WithTimeout(30*time.Second).Should(
 		HavePrefix(infrav1.HostNotFoundReason+": "), "a machine never takes another host than the one it records")

@@ -28,7 +28,9 @@ const (
 	Metal3MachineFinalizer = "metal3machine.infrastructure.cluster.x-k8s.io"
 
 	// HostAnnotation records the associated BareMetalHost as
-	// "<namespace>/<name>", as upstream CAPM3 does.
+	// "<namespace>/<name>", as upstream CAPM3 does. Written with the
+	// finalizer, before the claim, it is an intent until the claim is
+	// confirmed (HostRecordConfirmed), and fixed from then on.
 	HostAnnotation = "metal3.io/BareMetalHost"
 
 	// HostClaimAnnotation records, in HostClaim mode, the machine's

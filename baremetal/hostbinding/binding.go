@@ -58,6 +58,12 @@ type Binding interface {
 	// Host is the machine's host: nil while it has none, an error wrapping
 	// ErrHostNotFound when it had one that is gone or taken.
 	Host(ctx context.Context) (*Host, error)
+	// Intend records on the machine, in memory, the host Bind would take
+	// now, so that the write adding the machine's finalizer carries it
+	// (see intent.go): Bind then tries that host first. It writes nothing.
+	// HostClaim mode records nothing: its claim's record is written once
+	// the claim exists.
+	Intend(ctx context.Context) error
 	// Bind finds the machine a host and claims it (also recovering a claim
 	// that succeeded without being recorded); ErrNoAvailableHost when none
 	// matches. A machine without a dataTemplate is given what to provision
@@ -91,7 +97,11 @@ func Lookup(ctx context.Context, mode infrav1.HostMode, access hostaccess.HostAc
 	if mode == infrav1.HostModeHostClaim {
 		return (&claimBinding{side}).lookup(ctx)
 	}
-	return (&bmhBinding{side}).Host(ctx)
+	bmh, err := ConsumedHost(ctx, access, m3m, access.Client())
+	if err != nil || bmh == nil {
+		return nil, err
+	}
+	return hostView(bmh), nil
 }
 
 // HostLost reports whether an operator said m3m's host is lost

@@ -140,12 +140,15 @@ func (m *machineSide) lostEvent(ctx context.Context, recorded string) {
 	}
 }
 
-// Host implements Binding: the host whose consumerRef is the machine.
+// Host implements Binding: the host whose consumerRef is the machine. A
+// machine whose record is an intent is pointed at it (a claim that landed
+// before a crash, on another host than the one intended).
 func (m *bmhBinding) Host(ctx context.Context) (*Host, error) {
 	bmh, err := m.host(ctx, m.Access.Client())
 	if err != nil || bmh == nil {
 		return nil, err
 	}
+	m.recordHost(bmh)
 	return hostView(bmh), nil
 }
 
@@ -160,8 +163,9 @@ func (m *bmhBinding) host(ctx context.Context, reader client.Reader) (*bmov1alph
 // to the pool: first where the machine's host annotation points, then
 // among every host of the identity's namespace, through reader. The
 // annotation is a hint, never the truth: it is on the tenant's own object.
-// nil when the machine records no host and none names it; ErrHostNotFound
-// when it records one and none names it. It only reads.
+// nil when none names the machine and it records no host, or only intends
+// one; ErrHostNotFound when none names it and its record is confirmed
+// (infrav1.HostRecordConfirmed). It only reads.
 func ConsumedHost(ctx context.Context, access hostaccess.HostAccess, m3m *infrav1.Metal3Machine, reader client.Reader) (*bmov1alpha1.BareMetalHost, error) {
 	recorded := m3m.Annotations[infrav1.HostAnnotation]
 	if key, ok := recordedKey(recorded); ok {
@@ -187,7 +191,7 @@ func ConsumedHost(ctx context.Context, access hostaccess.HostAccess, m3m *infrav
 		}
 		return host, nil
 	}
-	if recorded == "" {
+	if recorded == "" || !infrav1.HostRecordConfirmed(m3m) {
 		return nil, nil
 	}
 	return nil, fmt.Errorf("%w: no host in namespace %s of %s names the machine as its consumer (the machine records host %s)",
@@ -205,37 +209,28 @@ func recordedKey(ref string) (types.NamespacedName, bool) {
 
 // Bind implements Binding: a host the machine already consumes (a claim
 // whose annotation was not recorded, e.g. after a crash), else the best
-// available one, claimed with a single update guarded by resourceVersion.
+// available one, claimed with a single update guarded by resourceVersion:
+// the host the machine intends to take first (see Intend), and when it
+// went to someone else, the next. A machine left without any drops its
+// intent.
 func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
-	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := m.Access.Client().List(ctx, hosts, client.InNamespace(m.Access.Namespace()), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list hosts in namespace %s: %w", m.Access.Namespace(), err)
-	}
-	if host := consumedAmong(hosts.Items, m.M3Machine); host != nil {
-		m.recordAssociation(host)
-		return hostView(host), nil
-	}
-	selection, err := Choose(hosts.Items, m.M3Machine, m.failureDomain(), m.Reuse)
-	if err != nil {
+	consumed, candidates, err := m.choose(ctx, true)
+	switch {
+	case errors.Is(err, ErrNoAvailableHost):
+		m.dropIntent()
 		return nil, err
-	}
-	selection.LogDeprecatedMarks(ctrl.LoggerFrom(ctx))
-	if host := selection.WaitFor; host != nil {
-		// Node reuse: the owner's released host comes back to it; the
-		// machine does not take another one meanwhile.
-		return nil, fmt.Errorf("%w: host %s/%s is kept for %s and is %s", ErrNoAvailableHost, host.Namespace, host.Name,
-			m.Reuse.Owner, stateName(host.Status.Provisioning.State))
-	}
-	candidates := selection.Candidates
-	if len(candidates) == 0 {
-		return nil, ErrNoAvailableHost
+	case err != nil:
+		return nil, err
+	case consumed != nil:
+		m.recordAssociation(consumed)
+		return hostView(consumed), nil
 	}
 	attempts := 0
-	for _, candidate := range candidates {
+	for _, candidate := range m.intendedFirst(candidates) {
 		if attempts == maxClaimAttempts {
 			break
 		}
-		holdKey := m.Access.Key().String() + "/" + candidate.Namespace + "/" + candidate.Name
+		holdKey := m.holdKey(candidate)
 		if !m.InFlight.Hold(holdKey, infrav1.ConsumerID(m.M3Machine), candidate.ResourceVersion) {
 			continue // another machine of this process is claiming it
 		}
@@ -255,6 +250,7 @@ func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 		}
 		m.event(ctx, candidate, "HostClaimLost", "Host %s/%s was claimed by someone else first; trying another", candidate.Namespace, candidate.Name)
 	}
+	m.dropIntent()
 	return nil, ErrNoAvailableHost
 }
 
@@ -316,27 +312,6 @@ func (m *bmhBinding) claim(ctx context.Context, candidate *bmov1alpha1.BareMetal
 	}
 	m.deleteHostSecrets(ctx, host.Namespace)
 	return nil, errLostRace
-}
-
-// recordAssociation notes host on the machine. The annotation is written
-// once: it cannot be changed afterwards (the webhook refuses it), and the
-// host's consumerRef, not the annotation, says which host is the machine's.
-func (m *bmhBinding) recordAssociation(host *bmov1alpha1.BareMetalHost) {
-	recordOnce(m.M3Machine, infrav1.HostAnnotation, host.Namespace+"/"+host.Name)
-	m.M3Machine.Status.UserData = host.Spec.UserData
-	m.M3Machine.Status.MetaData = host.Spec.MetaData
-	m.M3Machine.Status.NetworkData = host.Spec.NetworkData
-}
-
-// recordOnce sets annotation on m3m to value unless it has one already.
-func recordOnce(m3m *infrav1.Metal3Machine, annotation, value string) {
-	if m3m.Annotations[annotation] != "" {
-		return
-	}
-	if m3m.Annotations == nil {
-		m3m.Annotations = map[string]string{}
-	}
-	m3m.Annotations[annotation] = value
 }
 
 // Consumes reports whether host's consumerRef is m3m. Its UID is the

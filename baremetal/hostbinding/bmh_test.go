@@ -122,6 +122,14 @@ func (f *bindingFixture) host(t *testing.T, name string) *bmov1alpha1.BareMetalH
 	return host
 }
 
+// confirmAssociation does what the reconcile's status write does after a
+// claim: it confirms the machine's host record (infrav1.HostRecordConfirmed).
+func confirmAssociation(m3m *infrav1.Metal3Machine) {
+	m3m.Status.Conditions = append(m3m.Status.Conditions, metav1.Condition{
+		Type: infrav1.HostAssociatedCondition, Status: metav1.ConditionTrue, Reason: infrav1.AssociatedReason,
+	})
+}
+
 // claimedBy is the consumerRef of a machine of another tenant.
 func claimedBy(host *bmov1alpha1.BareMetalHost, namespace, name string) *bmov1alpha1.BareMetalHost {
 	host.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "Metal3Machine", Namespace: namespace, Name: name, UID: "uid-other"}
@@ -228,6 +236,7 @@ func TestHostAndRelease(t *testing.T) {
 	if _, err := f.binding.Bind(ctx); err != nil {
 		t.Fatal(err)
 	}
+	confirmAssociation(f.m3m)
 	host, err := f.binding.Host(ctx)
 	if err != nil || host == nil || host.Name != "host-0" {
 		t.Fatalf("Host = %v, %v; want host-0", host, err)
@@ -334,8 +343,21 @@ func TestMovedMachineKeepsItsHost(t *testing.T) {
 	if done, err := other.Release(ctx); err != nil || !done {
 		t.Fatalf("same-named machine elsewhere: Release = %v, %v", done, err)
 	}
-	// Even pointed at the host by hand, it is not its host.
+	// Even pointed at the host by hand, it is not its host: as an intent,
+	// the host is not offered to it (someone consumes it) ...
 	elsewhere.Annotations[infrav1.HostAnnotation] = poolNamespace + "/host-0"
+	if host, err := other.Host(ctx); host != nil || err != nil {
+		t.Fatalf("same-named machine elsewhere, intending the host: Host = %v, %v; want none", host, err)
+	}
+	if _, err := other.Bind(ctx); !errors.Is(err, ErrNoAvailableHost) {
+		t.Fatalf("same-named machine elsewhere, intending the host: Bind = %v, want ErrNoAvailableHost", err)
+	}
+	if done, err := other.Release(ctx); err != nil || !done {
+		t.Fatalf("same-named machine elsewhere, intending the host: Release = %v, %v", done, err)
+	}
+	// ... and as a confirmed record, it is missing, not found in another's.
+	elsewhere.Annotations[infrav1.HostAnnotation] = poolNamespace + "/host-0"
+	confirmAssociation(elsewhere)
 	if _, err := other.Host(ctx); !errors.Is(err, ErrHostNotFound) {
 		t.Fatalf("same-named machine elsewhere, annotated: Host = %v, want ErrHostNotFound", err)
 	}
@@ -370,7 +392,9 @@ func TestReleaseTrustsThePoolNotTheAnnotation(t *testing.T) {
 		name     string
 		hosts    []client.Object
 		recorded string
-		lost     bool
+		// intent: the record is not confirmed by the machine's status.
+		intent bool
+		lost   bool
 		// wantDeprovisioned is the host Release must deprovision.
 		wantDeprovisioned string
 		wantDone          bool
@@ -385,6 +409,12 @@ func TestReleaseTrustsThePoolNotTheAnnotation(t *testing.T) {
 		{name: "recorded host released before a crash", recorded: poolNamespace + "/host-0",
 			hosts: []client.Object{availableHost("host-0")}, wantDone: true},
 		{name: "recorded host nowhere to be found", recorded: poolNamespace + "/gone", wantErr: ErrHostNotFound},
+		// A crash between the write of the intent and the claim.
+		{name: "intended host, never claimed", recorded: poolNamespace + "/host-0", intent: true,
+			hosts: []client.Object{availableHost("host-0")}, wantDone: true},
+		{name: "intended host, gone", recorded: poolNamespace + "/gone", intent: true, wantDone: true},
+		{name: "intended host, claimed before a crash: released", recorded: poolNamespace + "/host-0", intent: true,
+			hosts: []client.Object{provisioned("host-0")}, wantDeprovisioned: "host-0"},
 		{name: "recorded host nowhere to be found, said lost by an operator", recorded: poolNamespace + "/gone", lost: true, wantDone: true},
 		{name: "said lost, but the pool still has it: released all the same", recorded: poolNamespace + "/gone", lost: true,
 			hosts: []client.Object{provisioned("host-0")}, wantDeprovisioned: "host-0"},
@@ -395,6 +425,9 @@ func TestReleaseTrustsThePoolNotTheAnnotation(t *testing.T) {
 			f := newBindingFixture(t, interceptor.Funcs{}, tt.hosts...)
 			if tt.recorded != "" {
 				f.m3m.Annotations[infrav1.HostAnnotation] = tt.recorded
+				if !tt.intent {
+					confirmAssociation(f.m3m)
+				}
 			}
 			if tt.lost {
 				f.m3m.Annotations[infrav1.HostLostAnnotation] = "pool admin: BMH deleted"

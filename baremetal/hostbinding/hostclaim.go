@@ -58,6 +58,9 @@ func ForHostClaims(opts Options) Binding { return &claimBinding{machineSide{opts
 
 type claimBinding struct{ machineSide }
 
+// Intend implements Binding: a HostClaim is recorded once it exists.
+func (*claimBinding) Intend(context.Context) error { return nil }
+
 var _ Binding = &claimBinding{}
 
 // claimName is the machine's HostClaim's name: the machine's, made unique

@@ -110,8 +110,9 @@ func sameIdentityRef(a, b *infrav1.IdentityRef) bool {
 // replaced by its delete-for-move annotation (the copy in the target keeps
 // the records). An object carrying delete-for-move is on its way out: its
 // records may not come back. A consumer ID may only be first set to the
-// object's own UID, as the provider does.
-func validatePoolRecords(oldObj, newObj metav1.Object, records ...string) field.ErrorList {
+// object's own UID, as the provider does. A record in intents is not one
+// yet (a machine's host before its claim is confirmed): it may change or go.
+func validatePoolRecords(oldObj, newObj metav1.Object, intents map[string]bool, records ...string) field.ErrorList {
 	oldAnnotations, newAnnotations := oldObj.GetAnnotations(), newObj.GetAnnotations()
 	if isMoveDeletion(newAnnotations) {
 		return nil
@@ -123,6 +124,7 @@ func validatePoolRecords(oldObj, newObj metav1.Object, records ...string) field.
 		before, after := oldAnnotations[key], newAnnotations[key]
 		switch {
 		case before == after:
+		case before != "" && intents[key] && !leaving:
 		case before != "":
 			errs = append(errs, field.Forbidden(path.Key(key), "cannot be changed or removed once set: the pool knows the object by it"))
 		case leaving:

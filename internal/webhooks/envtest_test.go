@@ -408,7 +408,16 @@ spec:
 		err := c.Update(ctx, machine)
 		g.Expect(err).To(MatchError(ContainSubstring("can only be set to the object's own UID")))
 		machine.Annotations = map[string]string{infrav1.ConsumerIDAnnotation: string(machine.UID), infrav1.HostAnnotation: "pool/host-0"}
-		g.Expect(c.Update(ctx, machine)).To(Succeed(), "the provider records its consumer ID and host")
+		g.Expect(c.Update(ctx, machine)).To(Succeed(), "the provider records its consumer ID and the host it intends")
+		machine.Annotations[infrav1.HostAnnotation] = "pool/host-1"
+		g.Expect(c.Update(ctx, machine)).To(Succeed(), "an intent moves when its host went to someone else")
+		machine.Annotations[infrav1.HostAnnotation] = "pool/host-0"
+		g.Expect(c.Update(ctx, machine)).To(Succeed())
+		machine.Status.Conditions = []metav1.Condition{{
+			Type: infrav1.HostAssociatedCondition, Status: metav1.ConditionTrue, Reason: infrav1.AssociatedReason,
+			LastTransitionTime: metav1.Now(),
+		}}
+		g.Expect(c.Status().Update(ctx, machine)).To(Succeed(), "the claim confirmed")
 
 		for _, rewrite := range []map[string]string{
 			{infrav1.ConsumerIDAnnotation: string(machine.UID), infrav1.HostAnnotation: "pool/does-not-exist"},

@@ -89,7 +89,7 @@ func (*Metal3Data) ValidateCreate(_ context.Context, d *infrav1.Metal3Data) (adm
 // was rendered and which index is taken.
 func (*Metal3Data) ValidateUpdate(_ context.Context, oldData, newData *infrav1.Metal3Data) (admission.Warnings, error) {
 	path := field.NewPath("spec")
-	errs := validatePoolRecords(oldData, newData)
+	errs := validatePoolRecords(oldData, newData, nil)
 	// An unset index is index 0, as v1beta1's integer without a value was.
 	if ptr.Deref(oldData.Spec.Index, 0) != ptr.Deref(newData.Spec.Index, 0) {
 		errs = append(errs, field.Forbidden(path.Child("index"), "is immutable"))

@@ -96,7 +96,11 @@ func (*Metal3Machine) ValidateCreate(_ context.Context, m *infrav1.Metal3Machine
 }
 
 // ValidateUpdate validates a change. The records of the machine's consumer
-// ID and of its host or claim never change once set (validatePoolRecords).
+// ID and of its host or claim never change once set (validatePoolRecords),
+// but for a host annotation the old object does not confirm yet
+// (HostRecordConfirmed): the provider writes it before the claim and points
+// it at another host when that one went to someone else. It is only a
+// preference among the hosts the machine may take, whoever writes it.
 // Once a host is associated, identityRef is frozen, its kind as much as its name and context (an unset kind and
 // Secret are the same): a different identity could not find the host again
 // (invariant: a machine never silently loses or changes its host). The
@@ -105,7 +109,8 @@ func (*Metal3Machine) ValidateCreate(_ context.Context, m *infrav1.Metal3Machine
 func (*Metal3Machine) ValidateUpdate(_ context.Context, oldMachine, newMachine *infrav1.Metal3Machine) (admission.Warnings, error) {
 	path := field.NewPath("spec")
 	errs := validateMetal3MachineSpec(&newMachine.Spec, newMachine.Namespace, path)
-	errs = append(errs, validatePoolRecords(oldMachine, newMachine, infrav1.HostAnnotation, infrav1.HostClaimAnnotation)...)
+	intents := map[string]bool{infrav1.HostAnnotation: !infrav1.HostRecordConfirmed(oldMachine)}
+	errs = append(errs, validatePoolRecords(oldMachine, newMachine, intents, infrav1.HostAnnotation, infrav1.HostClaimAnnotation)...)
 	host := oldMachine.Annotations[infrav1.HostAnnotation]
 	if claim := oldMachine.Annotations[infrav1.HostClaimAnnotation]; host == "" && claim != "" {
 		host = "claim " + claim

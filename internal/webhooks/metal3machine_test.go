@@ -498,9 +498,16 @@ func TestMetal3MachineValidateCreate(t *testing.T) {
 
 func TestMetal3MachineValidateUpdate(t *testing.T) {
 	const host = "tenant-a/worker-3"
+	// associated: the claim confirmed by the status written with it.
 	associated := func(m *infrav1.Metal3Machine) {
 		m.Annotations = map[string]string{infrav1.HostAnnotation: host}
+		m.Status.Conditions = []metav1.Condition{{Type: infrav1.HostAssociatedCondition, Status: metav1.ConditionTrue, Reason: infrav1.AssociatedReason}}
 	}
+	// intended: the host written with the finalizer, not claimed yet.
+	intended := func(m *infrav1.Metal3Machine) {
+		m.Annotations = map[string]string{infrav1.HostAnnotation: host}
+	}
+	provisioned := func(m *infrav1.Metal3Machine) { m.Spec.ProviderID = "metal3://tenant-a/worker-3/m-0" }
 	withIdentity := func(name string) func(*infrav1.Metal3Machine) {
 		return func(m *infrav1.Metal3Machine) { m.Spec.IdentityRef = &infrav1.IdentityRef{Name: name} }
 	}
@@ -610,6 +617,39 @@ func TestMetal3MachineValidateUpdate(t *testing.T) {
 			old:        both(associated, consumerID("6f1c")),
 			new:        consumerID("6f1c"),
 			wantFields: []string{hostField},
+		},
+		{
+			// A status lost to clusterctl move: the provider ID confirms.
+			name:       "host record rewritten on a provisioned machine without status",
+			old:        both(intended, provisioned, consumerID("6f1c")),
+			new:        both(provisioned, consumerID("6f1c"), withAnnotation(infrav1.HostAnnotation, "tenant-a/does-not-exist")),
+			wantFields: []string{hostField},
+		},
+		{
+			// An identity failure rewrites HostAssociated; HostProvisioned,
+			// set from the association on, still confirms.
+			name: "host record rewritten while the identity fails",
+			old: both(intended, consumerID("6f1c"), func(m *infrav1.Metal3Machine) {
+				m.Status.Conditions = []metav1.Condition{
+					{Type: infrav1.HostAssociatedCondition, Status: metav1.ConditionFalse, Reason: infrav1.IdentityNotReadyReason},
+					{Type: infrav1.HostProvisionedCondition, Status: metav1.ConditionFalse, Reason: infrav1.ProvisioningReason},
+				}
+			}),
+			new:        both(consumerID("6f1c"), withAnnotation(infrav1.HostAnnotation, "tenant-a/does-not-exist")),
+			wantFields: []string{hostField},
+		},
+		// An intent is the provider's choice among the hosts the machine
+		// may take, which it moves when another consumer wins the host:
+		// whoever moves it only states a preference the claim checks.
+		{
+			name: "intended host moved to another before the claim",
+			old:  both(intended, consumerID("6f1c")),
+			new:  both(consumerID("6f1c"), withAnnotation(infrav1.HostAnnotation, "tenant-a/worker-4")),
+		},
+		{
+			name: "intended host dropped when no host is left",
+			old:  both(intended, consumerID("6f1c")),
+			new:  consumerID("6f1c"),
 		},
 		{
 			name:       "HostClaim record rewritten",

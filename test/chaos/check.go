@@ -201,8 +201,8 @@ func checkState(o *observed) []Violation {
 	for i := range o.machines {
 		m := o.machines[i]
 		recorded := m.Annotations[infrav1.HostAnnotation]
-		if recorded == "" {
-			continue
+		if recorded == "" || !infrav1.HostRecordConfirmed(m) {
+			continue // an intent names the host the machine is about to claim
 		}
 		if !consumedBy(o.hosts, recorded, infrav1.ConsumerID(m)) {
 			out = append(out, Violation{Invariant: BoundOnce, Objects: []string{machineKey(m), recorded},

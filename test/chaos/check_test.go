@@ -42,7 +42,10 @@ func newFixture() fixture {
 		Namespace: "tenant", Name: "worker-0", UID: "m-uid",
 		Annotations:     map[string]string{infrav1.HostAnnotation: "pool/host-0"},
 		OwnerReferences: []metav1.OwnerReference{{Kind: "Machine", Name: "machine-0"}},
-	}, Spec: infrav1.Metal3MachineSpec{DataTemplate: &infrav1.Metal3ObjectRef{Name: "nodes"}}}
+	}, Spec: infrav1.Metal3MachineSpec{
+		DataTemplate: &infrav1.Metal3ObjectRef{Name: "nodes"},
+		ProviderID:   "metal3://pool/host-0/worker-0",
+	}}
 	data := &infrav1.Metal3Data{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "nodes-0", UID: "d-uid"},
 		Spec:       infrav1.Metal3DataSpec{Claim: &infrav1.Metal3ObjectRef{Name: "worker-0"}},
@@ -111,6 +114,20 @@ func TestCheckFindsEachViolation(t *testing.T) {
 			},
 			// host-0 is then claimed by a machine that does not record it.
 			want: []Invariant{BoundOnce, HostsClaimed}, once: 1,
+		},
+		{
+			// The host it wrote with its finalizer, about to be claimed
+			// (or lost to another consumer): not a record yet.
+			name: "a machine intending a host it does not consume yet",
+			mutate: func(f *fixture) {
+				f.o.machines["m-uid"].Spec.ProviderID = ""
+				f.o.machines["m-uid"].Annotations[infrav1.HostAnnotation] = "pool/host-1"
+				f.o.hosts[0].Spec.ConsumerRef = nil
+				f.o.hosts[0].Spec.UserData, f.o.hosts[0].Spec.MetaData = nil, nil
+				f.o.secrets = nil
+				f.o.hosts = append(f.o.hosts, bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "pool", Name: "host-1"}})
+			},
+			once: 1,
 		},
 		{
 			name: "a Secret of ours used by no host",
