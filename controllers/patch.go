@@ -50,9 +50,10 @@ import (
 // persistFinalizer adds finalizer to obj and, when withConsumerID, its
 // consumer ID (infrav1.EnsureConsumerID), and writes them in a patch of
 // their own, with what records add to obj then (they run only when the
-// patch is written). It reports whether it wrote: the caller then returns, and the
-// write's update event brings the next reconcile, which finds both in place
-// before it creates its patch helper; or it goes on with obj as written.
+// patch is written). It reports whether it wrote: the caller then returns,
+// and the write's update event brings the next reconcile, which finds both
+// in place before it creates its patch helper; or it goes on with obj as
+// written (the Metal3Machine, whose first write also records its host).
 //
 // Why apart from the deferred patch: a finalizer must be on the object
 // before anything it guards exists (a host claimed, Secrets written next to
