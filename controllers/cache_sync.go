@@ -18,18 +18,16 @@ package controllers
 
 import (
 	"context"
+	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/pool"
 )
 
-// cacheSyncTimeout bounds how long a reconcile waits for the informer to
-// deliver its own write; the watch usually does in milliseconds.
+// cacheSyncTimeout bounds how long reconciles wait for the informer to
+// deliver their own write; the watch usually does in milliseconds.
 const cacheSyncTimeout = 5 * time.Second
 
 // writeRecorder is the client a patch helper writes through. It remembers
@@ -87,31 +85,63 @@ func (s *statusWriteRecorder) Update(ctx context.Context, obj client.Object, opt
 	return err
 }
 
-// waitForWrites returns once the informer cache holds obj at the newest
-// resourceVersion w recorded, or a later one. It sends no request.
+// ownWrites remembers, per object, the newest resourceVersion this
+// process wrote of it, until its informer cache shows that version (or a
+// later one). The zero value is ready to use.
 //
 // Why: the next reconcile of an object is often already queued by another
-// event (a host changing state) when this one patches. Started from a cache
-// that lags its own write, it would recompute and resend status already
-// written, and its condition patch, which is optimistically locked, would
-// fail with 409 Conflict and be retried. Waiting here keeps one object's
-// reconciles in order at the cost of a few milliseconds per write.
-func (w *writeRecorder) waitForWrites(ctx context.Context, cache client.Reader, obj client.Object) {
+// event (its host changing state after the claim) when this one patches.
+// Started from a cache that lags its own write, it would recompute and
+// resend the status already written. Such a reconcile returns at once
+// instead (stale): the write's own watch event, which every update of the
+// object brings, queues the next one once the cache shows it. The worker
+// is not held while the cache catches up, as a wait after each write
+// would: at N machines associating at once, that wait was a share of
+// every reconcile's time.
+type ownWrites struct {
+	mu      sync.Mutex
+	pending map[client.ObjectKey]ownWrite
+}
+
+type ownWrite struct {
+	version string
+	at      time.Time
+}
+
+// record notes that w wrote key (nothing if it wrote nothing).
+func (o *ownWrites) record(key client.ObjectKey, w *writeRecorder) {
 	if w.written == "" {
-		return // nothing was written
+		return
 	}
-	key := client.ObjectKeyFromObject(obj)
-	cached := obj.DeepCopyObject().(client.Object)
-	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, cacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
-		if err := cache.Get(ctx, key, cached); err != nil {
-			// Gone (the finalizer was the last thing removed): nothing
-			// left to be stale about.
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-		}
-		return pool.CacheCaughtUp(cached.GetResourceVersion(), w.written), nil
-	})
-	if err != nil {
-		ctrl.LoggerFrom(ctx).V(4).Info("The cache did not show the object's own write in time; the next reconcile may start from a stale copy",
-			"resourceVersion", w.written, "error", err.Error())
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.pending == nil {
+		o.pending = map[client.ObjectKey]ownWrite{}
 	}
+	o.pending[key] = ownWrite{version: w.written, at: time.Now()}
+}
+
+// stale reports whether the cached copy of key, at cachedVersion, is
+// older than this process's last write of it. A write the cache shows, or
+// older than cacheSyncTimeout (its event lost to a watch that restarted
+// and relisted a later version, or never coming), is forgotten.
+func (o *ownWrites) stale(key client.ObjectKey, cachedVersion string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	written, ok := o.pending[key]
+	if !ok {
+		return false
+	}
+	if pool.CacheCaughtUp(cachedVersion, written.version) || time.Since(written.at) > cacheSyncTimeout {
+		delete(o.pending, key)
+		return false
+	}
+	return true
+}
+
+// forget drops key (the object is gone).
+func (o *ownWrites) forget(key client.ObjectKey) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.pending, key)
 }

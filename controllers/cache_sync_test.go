@@ -28,10 +28,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
-// TestWriteRecorderWaitsForTheNewestWrite: the recorder keeps the newest
-// resourceVersion of the writes through it, and waiting returns at once
-// when nothing was written.
-func TestWriteRecorderWaitsForTheNewestWrite(t *testing.T) {
+// TestOwnWritesKeepReconcilesOffStaleCopies: the recorder keeps the newest
+// resourceVersion of the writes through it; a reconcile that finds the
+// cache older than that returns (stale) until the cache shows it, and a
+// reconcile that wrote nothing leaves no mark.
+func TestOwnWritesKeepReconcilesOffStaleCopies(t *testing.T) {
 	ctx := context.Background()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -39,13 +40,19 @@ func TestWriteRecorderWaitsForTheNewestWrite(t *testing.T) {
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cm).Build()
-	w := &writeRecorder{Client: c}
-	w.waitForWrites(ctx, c, cm) // nothing written: returns
+	key := client.ObjectKeyFromObject(cm)
+	var own ownWrites
+	own.record(key, &writeRecorder{Client: c})
+	if own.stale(key, "1") {
+		t.Fatal("a reconcile that wrote nothing made the next one wait")
+	}
 
 	live := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(cm), live); err != nil {
+	if err := c.Get(ctx, key, live); err != nil {
 		t.Fatal(err)
 	}
+	read := live.ResourceVersion
+	w := &writeRecorder{Client: c}
 	for i := range 2 {
 		patch := client.MergeFrom(live.DeepCopy())
 		live.Data = map[string]string{"round": string(rune('a' + i))}
@@ -56,6 +63,19 @@ func TestWriteRecorderWaitsForTheNewestWrite(t *testing.T) {
 	if w.written != live.ResourceVersion {
 		t.Fatalf("recorded %q, want the last write's %q", w.written, live.ResourceVersion)
 	}
-	// The fake client is its own cache: the write is visible at once.
-	w.waitForWrites(ctx, c, cm)
+	own.record(key, w)
+	if !own.stale(key, read) {
+		t.Fatal("a cache at the version read before the writes is not stale")
+	}
+	if own.stale(key, live.ResourceVersion) {
+		t.Fatal("a cache that shows the last write is stale")
+	}
+	if own.stale(key, read) {
+		t.Fatal("a write the cache showed once is not forgotten")
+	}
+	own.record(key, w)
+	own.forget(key)
+	if own.stale(key, read) {
+		t.Fatal("a forgotten object is stale")
+	}
 }

@@ -42,7 +42,7 @@ import (
 //     dropForeignConditions removes any other before the first patch, and
 //     nothing else writes them (Cluster API reads them);
 //   - the reconcile starts from a cache that shows its own previous writes
-//     (writeRecorder.waitForWrites), so the list it holds is the whole truth.
+//     (ownWrites.stale), so the list it holds is the whole truth.
 //
 // So the conditions go with the status they summarise: a merge patch
 // replaces the list wholly, as it does every list of the status.

@@ -22,6 +22,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -67,6 +68,9 @@ type Metal3MachineReconciler struct {
 	// claimsInFlight keeps the controller's concurrent reconciles from
 	// choosing the same host (see hostbinding.ClaimsInFlight).
 	claimsInFlight hostbinding.ClaimsInFlight
+	// ownWrites keeps a machine's reconcile from starting on a cached copy
+	// older than the last one wrote.
+	ownWrites ownWrites
 
 	// controller is the built controller, which the host watches of each
 	// identity are added to (see hostWatcher).
@@ -139,7 +143,16 @@ var metal3MachineConditions = []string{
 func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	m3m := &infrav1.Metal3Machine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m3m); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.ownWrites.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.ownWrites.stale(req.NamespacedName, m3m.ResourceVersion) {
+		// The cache lags this process's last write of the machine, whose
+		// own event brings the next reconcile.
+		ctrl.LoggerFrom(ctx).V(4).Info("The cache does not show the machine's last write yet", "resourceVersion", m3m.ResourceVersion)
+		return ctrl.Result{}, nil
 	}
 	if err := dropForeignConditions(ctx, r.Client, r.Recorder, m3m, metal3MachineConditions); err != nil {
 		return ctrl.Result{}, err
@@ -177,6 +190,9 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	writes := &writeRecorder{Client: r.Client}
+	// Whatever this reconcile writes, the next starts from a cache that
+	// shows it (ownWrites.stale).
+	defer r.ownWrites.record(req.NamespacedName, writes)
 	// The finalizer and the consumer ID are persisted before any host is
 	// touched: a machine deleted between a claim and the finalizer would
 	// leave its host claimed forever, and one moved by clusterctl between
@@ -188,7 +204,6 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	// goes on to claim it: one write of the machine per association fewer.
 	if scope.identityErr == nil {
 		if _, err := persistFinalizer(ctx, writes, m3m, infrav1.Metal3MachineFinalizer, true, r.intendHost(ctx, scope)); err != nil {
-			writes.waitForWrites(ctx, r.Client, m3m)
 			return ctrl.Result{}, err
 		}
 	}
@@ -212,7 +227,6 @@ func (r *Metal3MachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 			return
 		}
-		writes.waitForWrites(ctx, r.Client, m3m)
 	}()
 
 	if err := r.reportIdentity(ctx, m3m, scope.id, scope.access, scope.identityErr); err != nil {
