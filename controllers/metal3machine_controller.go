@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -129,6 +130,15 @@ func (r *Metal3MachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		return err
 	}
 	r.controller = c
+	// Every association reads its cluster's MachineDeployments (node
+	// reuse), a kind nothing here watches. Asked for now, their informer
+	// starts and lists with the manager's cache; asked for at the first
+	// association after a start, it would hold that reconcile until
+	// listed: a second and more on a busy API server, which answers a new
+	// watch with 429 and client-go retries it a second later.
+	if _, err := mgr.GetCache().GetInformer(ctx, &clusterv1.MachineDeployment{}, cache.BlockUntilSynced(false)); err != nil {
+		return fmt.Errorf("start the MachineDeployment informer: %w", err)
+	}
 	return nil
 }
 

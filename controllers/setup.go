@@ -163,6 +163,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) (*Controlle
 	if err := mgr.Add(identities); err != nil {
 		return nil, fmt.Errorf("add identity cache: %w", err)
 	}
+	if err := identities.ListInClusterHostsWithTheManager(ctx); err != nil {
+		return nil, err
+	}
 	concurrency := opts.Concurrency.withDefaults()
 	reconcileTimeout := opts.ReconcileTimeout
 	if reconcileTimeout <= 0 {

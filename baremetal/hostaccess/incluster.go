@@ -17,7 +17,12 @@ limitations under the License.
 package hostaccess
 
 import (
+	"context"
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/baremetal/identity"
@@ -44,4 +49,28 @@ func (c *IdentityCache) inClusterAccess(id identity.Identity) (HostAccess, error
 		}
 	}
 	return &hostAccess{key: id.Key, namespace: id.ObjectNamespace, client: c.opts.InClusterClient, reader: c.opts.InClusterReader}, nil
+}
+
+// ListInClusterHostsWithTheManager asks the manager's cache, before it
+// starts, for the informers of the kinds the in-cluster identity reads in
+// BareMetalHost mode, when the management cluster serves them: they list
+// with the manager's cache rather than at the first in-cluster machine
+// after a start, which would wait for the listing (longer on a busy API
+// server, which may answer a new watch with 429, retried a second later).
+// This is what upstream CAPM3 caches from its start too. Kinds the
+// management cluster does not serve yet, or that cannot be looked up now,
+// are left to inClusterAccess, which finds them at the first object that
+// asks. HostClaim mode's kinds are left to it as well: HardwareData are a
+// pool's largest objects, not cached for a mode no tenant may use.
+func (c *IdentityCache) ListInClusterHostsWithTheManager(ctx context.Context) error {
+	for _, kind := range cachedKinds[infrav1.HostModeBareMetalHost] {
+		if _, err := c.opts.InClusterClient.IsObjectNamespaced(kind); err != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("In-cluster hosts are listed at their first use", "reason", err.Error())
+			return nil
+		}
+		if _, err := c.opts.ManagementCache.GetInformer(ctx, kind, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("start the informer of in-cluster %T: %w", kind, err)
+		}
+	}
+	return nil
 }
