@@ -84,9 +84,13 @@ type machineSide struct{ Options }
 // ForBareMetalHosts is the binding that claims BareMetalHosts directly,
 // through m's identity: the machine's own consumerRef on the host is the
 // claim, written in one update guarded by the host's resourceVersion.
-func ForBareMetalHosts(opts Options) Binding { return &bmhBinding{machineSide{opts}} }
+func ForBareMetalHosts(opts Options) Binding { return &bmhBinding{machineSide: machineSide{opts}} }
 
-type bmhBinding struct{ machineSide }
+type bmhBinding struct {
+	machineSide
+	// read is the identity's hosts as this binding read them (hostsRead).
+	read hostsRead
+}
 
 var _ Binding = &bmhBinding{}
 
@@ -144,7 +148,7 @@ func (m *machineSide) lostEvent(ctx context.Context, recorded string) {
 // machine whose record is an intent is pointed at it (a claim that landed
 // before a crash, on another host than the one intended).
 func (m *bmhBinding) Host(ctx context.Context) (*Host, error) {
-	bmh, err := m.host(ctx, m.Access.Client())
+	bmh, err := consumedHost(ctx, m.Access, m.M3Machine, m.cachedHosts)
 	if err != nil || bmh == nil {
 		return nil, err
 	}
@@ -167,6 +171,15 @@ func (m *bmhBinding) host(ctx context.Context, reader client.Reader) (*bmov1alph
 // one; ErrHostNotFound when none names it and its record is confirmed
 // (infrav1.HostRecordConfirmed). It only reads.
 func ConsumedHost(ctx context.Context, access hostaccess.HostAccess, m3m *infrav1.Metal3Machine, reader client.Reader) (*bmov1alpha1.BareMetalHost, error) {
+	return consumedHost(ctx, access, m3m, func(ctx context.Context) ([]bmov1alpha1.BareMetalHost, error) {
+		return listHosts(ctx, access, reader)
+	})
+}
+
+// consumedHost is ConsumedHost, with every host of the identity's
+// namespace read by hosts.
+func consumedHost(ctx context.Context, access hostaccess.HostAccess, m3m *infrav1.Metal3Machine,
+	hosts func(context.Context) ([]bmov1alpha1.BareMetalHost, error)) (*bmov1alpha1.BareMetalHost, error) {
 	recorded := m3m.Annotations[infrav1.HostAnnotation]
 	if key, ok := recordedKey(recorded); ok {
 		host := &bmov1alpha1.BareMetalHost{}
@@ -178,11 +191,11 @@ func ConsumedHost(ctx context.Context, access hostaccess.HostAccess, m3m *infrav
 			return nil, fmt.Errorf("get host %s: %w", recorded, err)
 		}
 	}
-	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := reader.List(ctx, hosts, client.InNamespace(access.Namespace()), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list hosts in namespace %s: %w", access.Namespace(), err)
+	all, err := hosts(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if host := consumedAmong(hosts.Items, m3m); host != nil {
+	if host := consumedAmong(all, m3m); host != nil {
 		if recorded != "" {
 			// Said in the HostAssociated condition; every reconcile of a
 			// machine whose hosts moved comes here.

@@ -19,12 +19,10 @@ package hostbinding
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
@@ -75,37 +73,6 @@ func (m *bmhBinding) Intend(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// choose reads the identity's hosts from the cache: the one the machine
-// consumes already, else the candidates it may take, best first.
-// ErrNoAvailableHost when there is none, saying why when a host is kept
-// for the machine.
-func (m *bmhBinding) choose(ctx context.Context, logMarks bool) (*bmov1alpha1.BareMetalHost, []*bmov1alpha1.BareMetalHost, error) {
-	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := m.Access.Client().List(ctx, hosts, client.InNamespace(m.Access.Namespace()), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, fmt.Errorf("list hosts in namespace %s: %w", m.Access.Namespace(), err)
-	}
-	if host := consumedAmong(hosts.Items, m.M3Machine); host != nil {
-		return host, nil, nil
-	}
-	selection, err := Choose(hosts.Items, m.M3Machine, m.failureDomain(), m.Reuse)
-	if err != nil {
-		return nil, nil, err
-	}
-	if logMarks {
-		selection.LogDeprecatedMarks(ctrl.LoggerFrom(ctx))
-	}
-	if host := selection.WaitFor; host != nil {
-		// Node reuse: the owner's released host comes back to it; the
-		// machine does not take another one meanwhile.
-		return nil, nil, fmt.Errorf("%w: host %s/%s is kept for %s and is %s", ErrNoAvailableHost, host.Namespace, host.Name,
-			m.Reuse.Owner, stateName(host.Status.Provisioning.State))
-	}
-	if len(selection.Candidates) == 0 {
-		return nil, nil, ErrNoAvailableHost
-	}
-	return nil, selection.Candidates, nil
 }
 
 // intendedFirst is candidates with the host the machine intends to take,

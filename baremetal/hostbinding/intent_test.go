@@ -19,6 +19,7 @@ package hostbinding
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -198,4 +199,75 @@ func hostName(host *Host) string {
 		return ""
 	}
 	return host.Name
+}
+
+// TestHostsReadOncePerReconcile: the reconcile that associates a machine
+// asks Intend, Host and Bind of one binding, which reads the identity's
+// hosts once (hostsRead): each read copies every host of the namespace out
+// of the cache. What it read may be stale by the claim: a host taken by
+// someone else since Intend read it is found out by the claim, which moves
+// to the next candidate.
+func TestHostsReadOncePerReconcile(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		// takenMeanwhile is claimed by another machine between Intend and
+		// Bind.
+		takenMeanwhile bool
+		wantClaimed    string
+	}{
+		{name: "the intended host is claimed", wantClaimed: "host-0"},
+		{name: "the intended host was taken since it was read: the next is claimed", takenMeanwhile: true, wantClaimed: "host-1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lists := 0
+			f := newBindingFixture(t, interceptor.Funcs{
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					if _, ok := list.(*bmov1alpha1.BareMetalHostList); ok {
+						lists++
+					}
+					return c.List(ctx, list, opts...)
+				},
+			}, availableHost("host-0"), availableHost("host-1"))
+			if err := f.binding.Intend(ctx); err != nil {
+				t.Fatal(err)
+			}
+			intended := f.m3m.Annotations[infrav1.HostAnnotation]
+			if tt.takenMeanwhile {
+				_, name, _ := strings.Cut(intended, "/")
+				taken := claimedBy(f.host(t, name), "tenant-b", "worker-9")
+				if err := f.pool.Update(ctx, taken); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if host, err := f.binding.Host(ctx); err != nil || host != nil {
+				t.Fatalf("Host = %v, %v; want none yet", host, err)
+			}
+			host, err := f.binding.Bind(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := intended
+			if tt.takenMeanwhile {
+				want = otherHost(intended)
+			}
+			if got := host.Namespace + "/" + host.Name; got != want {
+				t.Errorf("claimed %s, want %s (intended %s)", got, want, intended)
+			}
+			if !Consumes(f.host(t, host.Name), f.m3m) {
+				t.Errorf("host %s does not name the machine as its consumer", host.Name)
+			}
+			if lists != 1 {
+				t.Errorf("the reconcile listed the hosts %d times, want once", lists)
+			}
+		})
+	}
+}
+
+// otherHost is the fixture's host that recorded is not.
+func otherHost(recorded string) string {
+	if strings.HasSuffix(recorded, "/host-0") {
+		return poolNamespace + "/host-1"
+	}
+	return poolNamespace + "/host-0"
 }

@@ -203,7 +203,7 @@ func TestOnlineWhenReleased(t *testing.T) {
 			host := &bmov1alpha1.BareMetalHost{Spec: bmov1alpha1.BareMetalHostSpec{
 				AutomatedCleaningMode: tt.cleaning, DisablePowerOff: tt.disablePowerOff,
 			}}
-			binding := &bmhBinding{machineSide{Options{FastTrack: tt.fastTrack}}}
+			binding := &bmhBinding{machineSide: machineSide{Options{FastTrack: tt.fastTrack}}}
 			if got := binding.onlineWhenReleased(host); got != tt.want {
 				t.Errorf("online = %v, want %v", got, tt.want)
 			}
