@@ -281,7 +281,10 @@ func installProviderCRDs(t *testing.T, mgmt *testenv.Env) {
 		}
 		ours = append(ours, crd)
 	}
-	if err := envtest.WaitForCRDs(mgmt.Config, ours, envtest.CRDInstallOptions{Scheme: crdScheme}); err != nil {
+	// envtest's default wait, 10 s, is not enough for discovery to serve
+	// the new version when the package's other tests load the two cores
+	// (seen in a full go test ./controllers/ run).
+	if err := envtest.WaitForCRDs(mgmt.Config, ours, envtest.CRDInstallOptions{Scheme: crdScheme, MaxTime: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 }
