@@ -254,6 +254,9 @@ func (m *bmhBinding) Bind(ctx context.Context) (*Host, error) {
 		}
 		if err == nil {
 			m.InFlight.Taken(holdKey, infrav1.ConsumerID(m.M3Machine), host.ResourceVersion)
+			// What the binding read does not show the claim: a later
+			// question reads the hosts again.
+			m.read = hostsRead{}
 			m.recordAssociation(host)
 			m.event(ctx, host, "HostClaimed", "Claimed host %s/%s", host.Namespace, host.Name)
 			return hostView(host), nil

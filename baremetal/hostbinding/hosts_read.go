@@ -38,7 +38,8 @@ import (
 // provider's CPU (docs/performance.md). They are read and ranked once per
 // reconcile instead. Only the cache is read this way: a host another
 // consumer took since is found out by the claim, guarded by the host's
-// resourceVersion (claim), exactly as when the cache itself lags.
+// resourceVersion (claim), exactly as when the cache itself lags; the
+// binding's own claim is not in it, so a claim empties it.
 type hostsRead struct {
 	hosts  []bmov1alpha1.BareMetalHost
 	listed bool

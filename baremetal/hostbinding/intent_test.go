@@ -206,7 +206,8 @@ func hostName(host *Host) string {
 // hosts once (hostsRead): each read copies every host of the namespace out
 // of the cache. What it read may be stale by the claim: a host taken by
 // someone else since Intend read it is found out by the claim, which moves
-// to the next candidate.
+// to the next candidate; and the binding's own claim, which it does not
+// show, empties it.
 func TestHostsReadOncePerReconcile(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range []struct {
@@ -221,12 +222,22 @@ func TestHostsReadOncePerReconcile(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lists := 0
+			// lagging: Get serves the hosts as they were before the claim,
+			// as a cache that has not seen it yet does.
+			var lagging map[string]*bmov1alpha1.BareMetalHost
 			f := newBindingFixture(t, interceptor.Funcs{
 				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 					if _, ok := list.(*bmov1alpha1.BareMetalHostList); ok {
 						lists++
 					}
 					return c.List(ctx, list, opts...)
+				},
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if host, ok := obj.(*bmov1alpha1.BareMetalHost); ok && lagging[key.Name] != nil {
+						lagging[key.Name].DeepCopyInto(host)
+						return nil
+					}
+					return c.Get(ctx, key, obj, opts...)
 				},
 			}, availableHost("host-0"), availableHost("host-1"))
 			if err := f.binding.Intend(ctx); err != nil {
@@ -242,6 +253,10 @@ func TestHostsReadOncePerReconcile(t *testing.T) {
 			}
 			if host, err := f.binding.Host(ctx); err != nil || host != nil {
 				t.Fatalf("Host = %v, %v; want none yet", host, err)
+			}
+			beforeClaim := map[string]*bmov1alpha1.BareMetalHost{}
+			for _, name := range []string{"host-0", "host-1"} {
+				beforeClaim[name] = f.host(t, name)
 			}
 			host, err := f.binding.Bind(ctx)
 			if err != nil {
@@ -259,6 +274,17 @@ func TestHostsReadOncePerReconcile(t *testing.T) {
 			}
 			if lists != 1 {
 				t.Errorf("the reconcile listed the hosts %d times, want once", lists)
+			}
+
+			// What was read before the claim does not show it: asked again
+			// once the claim is confirmed, while the cache's copy of the
+			// host lags, the binding finds it by reading the hosts anew,
+			// not missing (ErrHostNotFound).
+			confirmAssociation(f.m3m)
+			lagging = beforeClaim
+			again, err := f.binding.Host(ctx)
+			if err != nil || again == nil || again.Name != host.Name {
+				t.Errorf("Host after the claim = %v, %v; want %s", again, err, host.Name)
 			}
 		})
 	}
