@@ -19,7 +19,8 @@ limitations under the License.
 // etcd) for the management clusters, the BareMetalHost pool and the
 // workload cluster; Cluster API's core controllers and webhooks in-process;
 // the provider's manager as a process built from this tree; the real Bare
-// Metal Operator in test mode on the pool; and a stand-in for kubelet that
+// Metal Operator in test mode on the pool, paced as Ironic would pace it
+// (powerPacer); and a stand-in for kubelet that
 // registers a Node for every provisioned, powered-on host, and whose
 // kubelets a test can wedge or break. The e2e suite (test/e2e), the
 // remediation tests (test/remediation) and `make demo` (test/e2e/demo) run
@@ -127,11 +128,13 @@ func Start(t testenv.T) *Environment {
 	})
 	e.audited = append(e.audited, e.Pool)
 	e.poolBMO = e.Pool.StartBMO(t, "baremetal-operator-system")
+	startPowerPacer(t, e.Pool)
 	e.Workload = testenv.Start(t, testenv.Options{Scheme: Scheme()})
 	e.Management = e.AddManagement(t, ManagementOptions{Name: "management", WithIPAM: true})
 	// The first management cluster also holds hosts of its own, for
 	// clusters without identityRef (hosts in the cluster's namespace).
 	e.Management.StartBMO(t, "baremetal-operator-system")
+	startPowerPacer(t, e.Management.Env)
 	e.kubelet = startKubelet(t, e.Workload, e.Pool, e.Management.Env)
 	return e
 }
