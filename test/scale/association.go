@@ -88,6 +88,10 @@ type associationResult struct {
 	// Binder and AtRestBinder are the HostClaim binder's requests to the
 	// pool during the run and per minute at rest (HostClaim mode only).
 	Binder, AtRestBinder requestCount
+	// Reconciles is how many Metal3Machine reconciles the provider
+	// finished from just before the first creation until every machine was
+	// seen associated (zero for upstream CAPM3, whose metrics are not read).
+	Reconciles float64
 }
 
 func (r associationResult) Ratio() float64 { return r.Associated.Seconds() / r.Floor.Seconds() }
@@ -148,7 +152,8 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 			return associationResult{}, err
 		}
 	}
-	a.mgmt = env.StartManagement(t, env.ManagementOptions{Name: tag, AuditLogPath: a.mgmtAudit, WithoutClusterAPI: true})
+	metricsArgs, metricsURL := providerMetrics(t)
+	a.mgmt = env.StartManagement(t, env.ManagementOptions{Name: tag, AuditLogPath: a.mgmtAudit, WithoutClusterAPI: true, ProviderArgs: metricsArgs})
 	a.hosts = a.mgmt.Env
 	hostNamespace := assocNamespace
 	if remote {
@@ -204,7 +209,11 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 	if err := a.createCluster(ctx, n); err != nil {
 		return res, err
 	}
-	started, associated, err := associateMachines(ctx, a.mgmt.Env, n)
+	var started, associated time.Time
+	res.Reconciles, err = countReconciles(ctx, metricsURL, func() (err error) {
+		started, associated, err = associateMachines(ctx, a.mgmt.Env, n)
+		return err
+	})
 	if err != nil {
 		return res, err
 	}

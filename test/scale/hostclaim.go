@@ -74,7 +74,8 @@ func runHostClaimAssociation(ctx context.Context, t testenv.T, dir string, n int
 			return associationResult{}, err
 		}
 	}
-	a.mgmt = env.StartManagement(t, env.ManagementOptions{Name: tag, AuditLogPath: a.mgmtAudit, WithoutClusterAPI: true})
+	metricsArgs, metricsURL := providerMetrics(t)
+	a.mgmt = env.StartManagement(t, env.ManagementOptions{Name: tag, AuditLogPath: a.mgmtAudit, WithoutClusterAPI: true, ProviderArgs: metricsArgs})
 	a.hosts = testenv.Start(t, testenv.Options{Scheme: env.Scheme(), CRDDirectoryPaths: []string{testenv.BMOCRDPath(t)}, AuditLogPath: a.poolAudit})
 	for _, ns := range []struct {
 		c    client.Client
@@ -110,7 +111,11 @@ func runHostClaimAssociation(ctx context.Context, t testenv.T, dir string, n int
 	if err := a.createHostClaimCluster(ctx, n); err != nil {
 		return res, err
 	}
-	started, associated, err := associateMachines(ctx, a.mgmt.Env, n)
+	var started, associated time.Time
+	res.Reconciles, err = countReconciles(ctx, metricsURL, func() (err error) {
+		started, associated, err = associateMachines(ctx, a.mgmt.Env, n)
+		return err
+	})
 	if err != nil {
 		return res, err
 	}

@@ -375,19 +375,22 @@ func (r *report) association(results []associationResult, provisionHold time.Dur
 	var rows [][]string
 	for _, a := range results {
 		perAssoc := (a.Management.Reads + a.Management.Writes + a.Pool.Reads + a.Pool.Writes) / float64(a.Machines)
-		contract, contractRatio := "—", "—"
+		contract, contractRatio, reconcilesPer := "—", "—", "—"
+		if a.Reconciles > 0 {
+			reconcilesPer = fmt.Sprintf("%.1f", a.Reconciles/float64(a.Machines))
+		}
 		if a.ContractFloor > 0 {
 			contract = fmt.Sprintf("%.1f s", a.ContractFloor.Seconds())
 			contractRatio = fmt.Sprintf("%.2f×", a.Associated.Seconds()/a.ContractFloor.Seconds())
 		}
 		rows = append(rows, []string{
 			string(a.Mode), strconv.Itoa(a.Machines), fmt.Sprintf("%.1f s", a.Associated.Seconds()), fmt.Sprintf("%.1f s", a.Floor.Seconds()),
-			fmt.Sprintf("%.2f×", a.Ratio()), contract, contractRatio, fmt.Sprintf("%.1f", perAssoc),
+			fmt.Sprintf("%.2f×", a.Ratio()), contract, contractRatio, fmt.Sprintf("%.1f", perAssoc), reconcilesPer,
 			fmt.Sprintf("%s / %s", a.Management, a.Pool), trim(a.Management.Conflicts + a.Pool.Conflicts), watchesString(a.Watches),
 		})
 	}
 	r.table(r, []string{"mode", "N", "associated", "floor", "ratio", "contract floor", "ratio to it", "requests per association",
-		"management / pool (reads / writes)", "conflicts", "most open watches per kind (hosts' server)"}, rows)
+		"reconciles per association", "management / pool (reads / writes)", "conflicts", "most open watches per kind (hosts' server)"}, rows)
 	byN := map[int][2]*associationResult{}
 	for i := range results {
 		a := &results[i]
