@@ -17,10 +17,8 @@ limitations under the License.
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -231,30 +229,23 @@ func waitCollected(ctx context.Context, metrics string, since time.Time) error {
 // processMetric reads an unlabelled metric of a process's Prometheus
 // endpoint (plain HTTP on loopback), such as its Go runtime's heap.
 func processMetric(ctx context.Context, url, name string) (uint64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	scanner := bufio.NewScanner(resp.Body)
-	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for scanner.Scan() {
-		if value, ok := strings.CutPrefix(scanner.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(value, 64)
-			return uint64(f), err
+	var value float64
+	found := false
+	err := metricLines(ctx, url, func(line string) error {
+		if v, ok := strings.CutPrefix(line, name+" "); ok && !found {
+			f, err := strconv.ParseFloat(v, 64)
+			value, found = f, true
+			return err
 		}
-	}
-	if err := scanner.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("%s: no metric %s", url, name)
+	if !found {
+		return 0, fmt.Errorf("%s: no metric %s", url, name)
+	}
+	return uint64(value), nil
 }
 
 // rows are the scenario's figures for the Markdown table.

@@ -42,46 +42,58 @@ func providerMetrics(t testenv.T) (args []string, url string) {
 // their result (controller-runtime's controller_runtime_reconcile_total,
 // summed over its result label).
 func reconciles(ctx context.Context, url, controller string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s: %s", url, resp.Status)
-	}
 	prefix := `controller_runtime_reconcile_total{controller="` + controller + `",`
 	var total float64
 	found := false
-	scanner := bufio.NewScanner(resp.Body)
-	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for scanner.Scan() {
-		line, ok := strings.CutPrefix(scanner.Text(), prefix)
+	err := metricLines(ctx, url, func(line string) error {
+		labels, ok := strings.CutPrefix(line, prefix)
 		if !ok {
-			continue
+			return nil
 		}
-		_, value, ok := strings.Cut(line, "} ")
+		_, value, ok := strings.Cut(labels, "} ")
 		if !ok {
-			continue
+			return nil
 		}
 		f, err := strconv.ParseFloat(value, 64)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %s: %w", url, scanner.Text(), err)
+			return fmt.Errorf("%s: %s: %w", url, line, err)
 		}
 		total += f
 		found = true
-	}
-	if err := scanner.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return 0, err
 	}
 	if !found {
 		return 0, fmt.Errorf("%s: no reconciles of controller %s", url, controller)
 	}
 	return total, nil
+}
+
+// metricLines reads the Prometheus text a process serves at url and hands
+// each line to each, stopping at the first error.
+func metricLines(ctx context.Context, url string, each func(line string) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for scanner.Scan() {
+		if err := each(scanner.Text()); err != nil {
+			return err
+		}
+	}
+	return scanner.Err()
 }
 
 // countReconciles runs associate and returns how many Metal3Machine
