@@ -30,9 +30,9 @@ import (
 	"github.com/metal3-io/cluster-api-provider-metal3/test/testenv"
 )
 
-// PowerLookAnnotation is the annotation the power pacer sets on a host
+// powerLookAnnotation is the annotation the power pacer sets on a host
 // whose power-on the Bare Metal Operator has left waiting.
-const PowerLookAnnotation = "e2e.metal3.io/power-look"
+const powerLookAnnotation = "e2e.metal3.io/power-look"
 
 const (
 	// powerLookAfter is how long a provisioned host may wait to power on
@@ -53,7 +53,7 @@ const (
 // spec ran 5 min after its host was provisioned). Ironic's provisioner
 // asks to be looked at again after a fixed delay, which resets the
 // backoff. The pacer stands in for that delay: a host provisioned, online
-// and not powered on for powerLookAfter gets PowerLookAnnotation set to
+// and not powered on for powerLookAfter gets powerLookAnnotation set to
 // the time, an annotation change the operator reconciles at once. It
 // never touches a paused host, nor one being rebooted (its reboot
 // annotations keep it off on purpose).
@@ -114,7 +114,7 @@ func (p *powerPacer) look(ctx context.Context, now time.Time) {
 		if now.Before(due) {
 			continue
 		}
-		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, PowerLookAnnotation, now.UTC().Format(time.RFC3339Nano))
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, powerLookAnnotation, now.UTC().Format(time.RFC3339Nano))
 		if err := p.hosts.Patch(ctx, host, client.RawPatch(types.MergePatchType, patch)); err == nil {
 			p.due[host.UID] = now.Add(powerLookAfter)
 			p.t.Logf("power pacer: host %s/%s provisioned and still off: woke the Bare Metal Operator", host.Namespace, host.Name)
