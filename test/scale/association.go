@@ -92,6 +92,9 @@ type associationResult struct {
 	// finished from just before the first creation until every machine was
 	// seen associated (zero for upstream CAPM3, whose metrics are not read).
 	Reconciles float64
+	// CPU, FloorCPU and ContractFloorCPU are where the machine's CPU went
+	// during the provider's associations and during each floor's.
+	CPU, FloorCPU, ContractFloorCPU cpuUse
 }
 
 func (r associationResult) Ratio() float64 { return r.Associated.Seconds() / r.Floor.Seconds() }
@@ -200,10 +203,16 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 	if remote {
 		res.Mode = modeRemote
 	}
-	if res.Floor, err = a.floor(ctx, n, bareFloor); err != nil {
+	if res.FloorCPU, err = measureCPU(func() (err error) {
+		res.Floor, err = a.floor(ctx, n, bareFloor)
+		return err
+	}); err != nil {
 		return res, fmt.Errorf("floor: %w", err)
 	}
-	if res.ContractFloor, err = a.floor(ctx, n, contractFloor); err != nil {
+	if res.ContractFloorCPU, err = measureCPU(func() (err error) {
+		res.ContractFloor, err = a.floor(ctx, n, contractFloor)
+		return err
+	}); err != nil {
 		return res, fmt.Errorf("contract floor: %w", err)
 	}
 	if err := a.createCluster(ctx, n); err != nil {
@@ -211,7 +220,10 @@ func runAssociation(ctx context.Context, t testenv.T, dir string, n int, remote 
 	}
 	var started, associated time.Time
 	res.Reconciles, err = countReconciles(ctx, metricsURL, func() (err error) {
-		started, associated, err = associateMachines(ctx, a.mgmt.Env, n)
+		res.CPU, err = measureCPU(func() (err error) {
+			started, associated, err = associateMachines(ctx, a.mgmt.Env, n)
+			return err
+		})
 		return err
 	})
 	if err != nil {

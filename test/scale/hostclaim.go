@@ -101,7 +101,10 @@ func runHostClaimAssociation(ctx context.Context, t testenv.T, dir string, n int
 	res := associationResult{Machines: n, Mode: modeHostClaim}
 	// The floor runs before the binder starts, so that the binder never
 	// sees the floor's claims: they are gone by then.
-	if res.Floor, err = hostClaimFloor(ctx, a, n); err != nil {
+	if res.FloorCPU, err = measureCPU(func() (err error) {
+		res.Floor, err = hostClaimFloor(ctx, a, n)
+		return err
+	}); err != nil {
 		return res, fmt.Errorf("floor: %w", err)
 	}
 	a.hosts.StartHostClaimBinder(t)
@@ -113,7 +116,10 @@ func runHostClaimAssociation(ctx context.Context, t testenv.T, dir string, n int
 	}
 	var started, associated time.Time
 	res.Reconciles, err = countReconciles(ctx, metricsURL, func() (err error) {
-		started, associated, err = associateMachines(ctx, a.mgmt.Env, n)
+		res.CPU, err = measureCPU(func() (err error) {
+			started, associated, err = associateMachines(ctx, a.mgmt.Env, n)
+			return err
+		})
 		return err
 	})
 	if err != nil {

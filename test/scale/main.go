@@ -428,6 +428,7 @@ func (r *report) association(results []associationResult, provisionHold time.Dur
 				a.AtRestManagement.AtRest(), a.AtRestPool.AtRest())
 		}
 	}
+	r.associationCPU(results)
 	r.printf("\n![association time against machines](association.svg)\n")
 }
 

@@ -89,7 +89,10 @@ func runUpstreamAssociation(ctx context.Context, t testenv.T, dir string, n int,
 	// it sees, owned or not, and would otherwise be busy with them while it
 	// associates its own.
 	floor := &association{mgmt: &env.Management{Env: mgmt}, hosts: mgmt}
-	if res.Floor, err = floor.floor(ctx, n, bareFloor); err != nil {
+	if res.FloorCPU, err = measureCPU(func() (err error) {
+		res.Floor, err = floor.floor(ctx, n, bareFloor)
+		return err
+	}); err != nil {
 		return res, fmt.Errorf("floor: %w", err)
 	}
 	if err := c.DeleteAllOf(ctx, &infrav1.Metal3Machine{}, client.InNamespace(floorNamespace)); err != nil {
@@ -117,16 +120,22 @@ func runUpstreamAssociation(ctx context.Context, t testenv.T, dir string, n int,
 	if err != nil {
 		return res, err
 	}
-	started := time.Now()
-	if err := createUpstreamMetal3Machines(ctx, c, machines); err != nil {
-		return res, err
-	}
-	if err := pollUntil(ctx, 30*time.Minute, flowPoll, "upstream's machines associated", func() (bool, error) {
-		return upstreamAssociated(ctx, watched, n)
+	var started, associated time.Time
+	if res.CPU, err = measureCPU(func() error {
+		started = time.Now()
+		if err := createUpstreamMetal3Machines(ctx, c, machines); err != nil {
+			return err
+		}
+		if err := pollUntil(ctx, 30*time.Minute, flowPoll, "upstream's machines associated", func() (bool, error) {
+			return upstreamAssociated(ctx, watched, n)
+		}); err != nil {
+			return err
+		}
+		associated = time.Now()
+		return nil
 	}); err != nil {
 		return res, err
 	}
-	associated := time.Now()
 	// Before the at-rest window: the benchmark's own watches end with the
 	// window they timed.
 	stopWatching()
