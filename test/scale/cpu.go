@@ -80,7 +80,7 @@ func sampleCPU() (cpuSample, error) {
 	}
 	self := "/proc/" + strconv.Itoa(os.Getpid())
 	for _, dir := range dirs {
-		raw, err := os.ReadFile(filepath.Join(dir, "stat"))
+		raw, err := os.ReadFile(filepath.Join(dir, "stat")) //nolint:gosec // a /proc entry the glob above listed
 		if err != nil {
 			continue // gone since the listing
 		}
