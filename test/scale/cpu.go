@@ -98,14 +98,17 @@ func sampleCPU() (cpuSample, error) {
 }
 
 // parseProcStat returns the busy and total clock ticks of the machine's
-// "cpu" line: total is every field, busy all but idle and iowait.
+// "cpu" line: total is user, nice, system, idle, iowait, irq, softirq and
+// steal; busy all of them but idle and iowait. The guest times after them
+// are counted in user and nice already.
 func parseProcStat(stat string) (busy, total uint64, err error) {
 	line, _, _ := strings.Cut(stat, "\n")
 	fields := strings.Fields(line)
 	if len(fields) < 5 || fields[0] != "cpu" {
 		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
 	}
-	for i, f := range fields[1:] {
+	const counted = 8 // user … steal
+	for i, f := range fields[1:min(len(fields), 1+counted)] {
 		v, err := strconv.ParseUint(f, 10, 64)
 		if err != nil {
 			return 0, 0, fmt.Errorf("/proc/stat: %q: %w", line, err)

@@ -29,7 +29,18 @@ func TestParseProcStat(t *testing.T) {
 	}{
 		{
 			name: "idle and iowait are not busy",
-			stat: "cpu  100 5 50 1000 20 3 2 0 0 0\ncpu0 50 2 25 500 10 1 1 0 0 0\n",
+			stat: "cpu  100 5 50 1000 20 3 2 7 0 0\ncpu0 50 2 25 500 10 1 1 3 0 0\n",
+			busy: 100 + 5 + 50 + 3 + 2 + 7, total: 100 + 5 + 50 + 1000 + 20 + 3 + 2 + 7,
+		},
+		{
+			// A host that runs virtual machines: their time is in user and nice already.
+			name: "guest time is not counted twice",
+			stat: "cpu  100 5 50 1000 20 3 2 0 40 4\n",
+			busy: 100 + 5 + 50 + 3 + 2, total: 100 + 5 + 50 + 1000 + 20 + 3 + 2,
+		},
+		{
+			name: "an older kernel without steal",
+			stat: "cpu  100 5 50 1000 20 3 2\n",
 			busy: 100 + 5 + 50 + 3 + 2, total: 100 + 5 + 50 + 1000 + 20 + 3 + 2,
 		},
 		{name: "a per-CPU line first", stat: "cpu0 1 2 3 4 5\n", wantErr: true},
