@@ -19,6 +19,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -231,7 +232,7 @@ func waitCollected(ctx context.Context, metrics string, since time.Time) error {
 func processMetric(ctx context.Context, url, name string) (uint64, error) {
 	var value float64
 	found := false
-	err := metricLines(ctx, url, func(line string) error {
+	err := testenv.MetricLines(ctx, http.DefaultClient, url, func(line string) error {
 		if v, ok := strings.CutPrefix(line, name+" "); ok && !found {
 			f, err := strconv.ParseFloat(v, 64)
 			value, found = f, true

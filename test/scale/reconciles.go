@@ -17,7 +17,6 @@ limitations under the License.
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -45,7 +44,7 @@ func reconciles(ctx context.Context, url, controller string) (float64, error) {
 	prefix := `controller_runtime_reconcile_total{controller="` + controller + `",`
 	var total float64
 	found := false
-	err := metricLines(ctx, url, func(line string) error {
+	err := testenv.MetricLines(ctx, http.DefaultClient, url, func(line string) error {
 		labels, ok := strings.CutPrefix(line, prefix)
 		if !ok {
 			return nil
@@ -69,31 +68,6 @@ func reconciles(ctx context.Context, url, controller string) (float64, error) {
 		return 0, fmt.Errorf("%s: no reconciles of controller %s", url, controller)
 	}
 	return total, nil
-}
-
-// metricLines reads the Prometheus text a process serves at url and hands
-// each line to each, stopping at the first error.
-func metricLines(ctx context.Context, url string, each func(line string) error) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	scanner := bufio.NewScanner(resp.Body)
-	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for scanner.Scan() {
-		if err := each(scanner.Text()); err != nil {
-			return err
-		}
-	}
-	return scanner.Err()
 }
 
 // countReconciles runs associate and returns how many Metal3Machine

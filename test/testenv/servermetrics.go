@@ -36,37 +36,47 @@ func ServerMetric(ctx context.Context, cfg *rest.Config, name string, labels ...
 	if err != nil {
 		return 0, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", http.NoBody)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("metrics of %s: %s", cfg.Host, resp.Status)
-	}
 	total := 0.0
-	scanner := bufio.NewScanner(resp.Body)
-	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
-lines:
-	for scanner.Scan() {
-		line := scanner.Text()
+	err = MetricLines(ctx, httpClient, strings.TrimSuffix(cfg.Host, "/")+"/metrics", func(line string) error {
 		if !strings.HasPrefix(line, name+"{") {
-			continue
+			return nil
 		}
 		for _, label := range labels {
 			if !strings.Contains(line, label) {
-				continue lines
+				return nil
 			}
 		}
 		value, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
 		if err != nil {
-			return 0, fmt.Errorf("metric %s: %w", name, err)
+			return fmt.Errorf("metric %s: %w", name, err)
 		}
 		total += value
+		return nil
+	})
+	return total, err
+}
+
+// MetricLines reads the Prometheus text served at url through httpClient
+// and hands each line to each, stopping at the first error.
+func MetricLines(ctx context.Context, httpClient *http.Client, url string, each func(line string) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return err
 	}
-	return total, scanner.Err()
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("metrics at %s: %s", url, resp.Status)
+	}
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for scanner.Scan() {
+		if err := each(scanner.Text()); err != nil {
+			return err
+		}
+	}
+	return scanner.Err()
 }
