@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,8 +115,12 @@ var (
 var _ = ReportAfterEach(func(report SpecReport) {
 	if report.Failed() {
 		specFailed.Store(true)
-		failures = append(failures, fmt.Sprintf("FAILED: %s\n  at %s\n  %s",
-			report.FullText(), report.Failure.Location, report.Failure.Message))
+		failure := fmt.Sprintf("FAILED: %s\n  at %s\n  %s",
+			report.FullText(), report.Failure.Location, report.Failure.Message)
+		if stuck := takeDiagnosis(); len(stuck) > 0 {
+			failure += "\n  stuck when it failed:\n    " + strings.Join(stuck, "\n    ")
+		}
+		failures = append(failures, failure)
 	}
 })
 

@@ -142,5 +142,7 @@ func newTenant(mgmt *env.Management, proxy framework.ClusterProxy, spec env.Clus
 	GinkgoHelper()
 	Expect(env.CreateNamespace(ctx, mgmt.Client, spec.Namespace)).To(Succeed())
 	Expect(mgmt.CreateCluster(ctx, GinkgoT(), environment.Workload, spec)).To(Succeed())
+	diagnoseOnFailure(mgmt.Name, mgmt.Client, spec.Namespace)
+	diagnoseOnFailure("hosts of "+mgmt.Name+"/"+spec.Namespace, hosts, hostNamespaces...)
 	return &tenantCluster{proxy: proxy, namespace: spec.Namespace, name: spec.Name, hosts: hosts, hostNamespaces: hostNamespaces}
 }

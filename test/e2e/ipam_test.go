@@ -62,6 +62,7 @@ var _ = Describe("A cluster whose machines take addresses from both IP address m
 			},
 		})).To(Succeed())
 		c := &tenantCluster{proxy: management, namespace: ns, name: name, hosts: mgmt.Client, hostNamespaces: []string{ns}}
+		diagnoseOnFailure(mgmt.Name, mgmt.Client, ns)
 		c.waitMachinesRunning(2)
 
 		By("Checking that each host's metadata holds an address of each pool")

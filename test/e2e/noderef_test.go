@@ -54,6 +54,7 @@ var _ = Describe("A control-plane Machine whose Node Cluster API looked for too 
 		DeferCleanup(registerNode)
 		Expect(mgmt.CreateCluster(ctx, GinkgoT(), environment.Workload, env.ClusterSpec{Namespace: ns, Name: name})).To(Succeed())
 		c := &tenantCluster{proxy: management, namespace: ns, name: name, hosts: mgmt.Client, hostNamespaces: []string{ns}}
+		diagnoseOnFailure(mgmt.Name, mgmt.Client, ns)
 
 		By("Waiting for the control plane's host to be provisioned, its Node not registered")
 		m3m := &infrav1.Metal3Machine{}

@@ -74,6 +74,7 @@ var _ = Describe("The pivot from an all-in-one bootstrap cluster", func() {
 		Expect(env.AddHosts(ctx, mgmt.Client, ns, "aio", 3)).To(Succeed())
 		Expect(mgmt.CreateCluster(ctx, GinkgoT(), environment.Workload, env.ClusterSpec{Namespace: ns, Name: name, Workers: 1})).To(Succeed())
 		c := &tenantCluster{proxy: management, namespace: ns, name: name, hosts: mgmt.Client, hostNamespaces: []string{ns}}
+		diagnoseOnFailure(mgmt.Name, mgmt.Client, ns)
 		c.waitMachinesRunning(2)
 		var before map[string]pivotHost
 		Eventually(func(g Gomega) {

@@ -38,6 +38,7 @@ var _ = Describe("A cluster", func() {
 		Expect(env.AddHosts(ctx, mgmt.Client, ns, "local", 3)).To(Succeed())
 		Expect(mgmt.CreateCluster(ctx, GinkgoT(), environment.Workload, env.ClusterSpec{Namespace: ns, Name: "local", Workers: 2})).To(Succeed())
 		c := &tenantCluster{proxy: management, namespace: ns, name: "local", hosts: mgmt.Client, hostNamespaces: []string{ns}}
+		diagnoseOnFailure(mgmt.Name, mgmt.Client, ns)
 
 		c.waitMachinesRunning(3)
 		Eventually(c.expectSecretsNextToHosts).Should(Succeed())

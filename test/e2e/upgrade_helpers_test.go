@@ -375,57 +375,14 @@ func forbiddenSince(path, user string, since time.Time) ([]string, error) {
 	return forbidden, nil
 }
 
-// dumpOnFailure registers, for when the spec fails, a summary of every
-// object of the cluster on mgmt's server: what each is waiting for.
+// dumpOnFailure registers, for when the spec fails, a description of every
+// object of the cluster on mgmt's server and of its workload cluster's
+// Nodes: what each is waiting for.
 func dumpOnFailure(mgmt *env.ClusterctlManagement, ns string) {
-	c := mgmt.Client
+	diagnoseOnFailure(mgmt.Name, mgmt.Client, ns)
 	DeferCleanup(func() {
-		if !CurrentSpecReport().Failed() {
-			return
-		}
-		nodes := &corev1.NodeList{}
-		if err := mgmt.Workload.Client.List(ctx, nodes); err != nil {
-			fmt.Fprintf(GinkgoWriter, "Nodes: %v\n", err)
-		}
-		for _, n := range nodes.Items {
-			fmt.Fprintf(GinkgoWriter, "Node %s: providerID=%q labels=%v conditions=%v\n", n.Name, n.Spec.ProviderID, n.Labels, n.Status.Conditions)
-		}
-		for _, gvk := range []struct{ apiVersion, kind string }{
-			{"cluster.x-k8s.io/v1beta2", "Cluster"},
-			{"cluster.x-k8s.io/v1beta2", "MachineDeployment"},
-			{"cluster.x-k8s.io/v1beta2", "MachineSet"},
-			{"cluster.x-k8s.io/v1beta2", "Machine"},
-			{infrav1.GroupVersion.String(), "Metal3Cluster"},
-			{infrav1.GroupVersion.String(), "Metal3Machine"},
-			{infrav1.GroupVersion.String(), "Metal3MachineTemplate"},
-			{infrav1.GroupVersion.String(), "Metal3DataTemplate"},
-			{infrav1.GroupVersion.String(), "Metal3DataClaim"},
-			{infrav1.GroupVersion.String(), "Metal3Data"},
-			{"ipam.metal3.io/v1alpha1", "IPClaim"},
-			{"ipam.metal3.io/v1alpha1", "IPAddress"},
-			{"metal3.io/v1alpha1", "BareMetalHost"},
-		} {
-			list := &unstructured.UnstructuredList{}
-			list.SetAPIVersion(gvk.apiVersion)
-			list.SetKind(gvk.kind + "List")
-			if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-				fmt.Fprintf(GinkgoWriter, "%s: %v\n", gvk.kind, err)
-				continue
-			}
-			for _, obj := range list.Items {
-				providerID, _, _ := unstructured.NestedString(obj.Object, "spec", "providerID")
-				fmt.Fprintf(GinkgoWriter, "%s %s: deleting=%v finalizers=%v providerID=%q annotations=%v\n", gvk.kind, obj.GetName(),
-					obj.GetDeletionTimestamp() != nil, obj.GetFinalizers(), providerID, obj.GetAnnotations())
-				status, _, _ := unstructured.NestedMap(obj.Object, "status")
-				conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-				delete(status, "conditions")
-				fmt.Fprintf(GinkgoWriter, "  status: %v\n", status)
-				for _, cond := range conditions {
-					if m, ok := cond.(map[string]any); ok && m["status"] != "True" {
-						fmt.Fprintf(GinkgoWriter, "  condition %v=%v %v: %v\n", m["type"], m["status"], m["reason"], m["message"])
-					}
-				}
-			}
+		if CurrentSpecReport().Failed() {
+			describeNodes(mgmt.Workload.Client)
 		}
 	})
 }

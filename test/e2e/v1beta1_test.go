@@ -635,6 +635,7 @@ var _ = Describe("A cluster written as v1beta1 manifests", func() {
 			twins = append(twins, &dualTwin{version: version, tenantCluster: &tenantCluster{
 				proxy: management, namespace: ns, name: dualCluster, hosts: mgmt.Client, hostNamespaces: []string{ns},
 			}})
+			diagnoseOnFailure(mgmt.Name, mgmt.Client, ns)
 		}
 		v1beta2Twin, v1beta1Twin := twins[0], twins[1]
 

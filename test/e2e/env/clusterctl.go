@@ -71,7 +71,7 @@ func StartClusterctlManagement(t testenv.T, name string, repo *testenv.Clusterct
 	// The IP address manager needs Cluster API's IPAM CRDs, from init.
 	mgmt.StartIPAM(t)
 	mgmt.StartBMO(t, "baremetal-operator-system")
-	startPowerPacer(t, mgmt)
+	startPacer(t, mgmt)
 	startCAPI(t, mgmt.Config)
 	workload := testenv.Start(t, testenv.Options{Scheme: Scheme()})
 	startKubelet(t, workload, mgmt)

@@ -128,13 +128,13 @@ func Start(t testenv.T) *Environment {
 	})
 	e.audited = append(e.audited, e.Pool)
 	e.poolBMO = e.Pool.StartBMO(t, "baremetal-operator-system")
-	startPowerPacer(t, e.Pool)
+	startPacer(t, e.Pool)
 	e.Workload = testenv.Start(t, testenv.Options{Scheme: Scheme()})
 	e.Management = e.AddManagement(t, ManagementOptions{Name: "management", WithIPAM: true})
 	// The first management cluster also holds hosts of its own, for
 	// clusters without identityRef (hosts in the cluster's namespace).
 	e.Management.StartBMO(t, "baremetal-operator-system")
-	startPowerPacer(t, e.Management.Env)
+	startPacer(t, e.Management.Env)
 	e.kubelet = startKubelet(t, e.Workload, e.Pool, e.Management.Env)
 	return e
 }
