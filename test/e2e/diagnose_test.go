@@ -44,9 +44,10 @@ var diagnosedKinds = []struct{ apiVersion, kind string }{
 	{infrav1.GroupVersion.String(), "Metal3DataTemplate"},
 	{infrav1.GroupVersion.String(), "Metal3DataClaim"},
 	{infrav1.GroupVersion.String(), "Metal3Data"},
-	{infrav1.GroupVersion.String(), "HostClaim"},
 	{"ipam.metal3.io/v1alpha1", "IPClaim"},
 	{"ipam.metal3.io/v1alpha1", "IPAddress"},
+	{"ipam.cluster.x-k8s.io/v1beta2", "IPAddressClaim"},
+	{"ipam.cluster.x-k8s.io/v1beta2", "IPAddress"},
 	{"metal3.io/v1alpha1", "BareMetalHost"},
 	{"metal3.io/v1alpha1", "HostClaim"},
 }
