@@ -162,6 +162,10 @@ func Run(ctx context.Context, t testenv.T, opts Options) (Report, error) {
 	if err != nil {
 		return report, err
 	}
+	retired, err := watchRetirements(watchCtx, e.Management.Config, tenantNamespaces)
+	if err != nil {
+		return report, err
+	}
 	identities, err := addPools(ctx, t, e, tenants)
 	if err != nil {
 		return report, err
@@ -198,8 +202,9 @@ func Run(ctx context.Context, t testenv.T, opts Options) (Report, error) {
 	if report.Kills > 0 {
 		report.ClaimedUnderKills, report.ProvisioningUnderKills = underKills(history.records(), chaosStarted.Add(kills.at[report.Kills-1]))
 	}
-	violations, once, checkErr := checkInvariants(ctx, e, history, sets.List(poolNamespaces), tenantNamespaces, report.Converged)
+	violations, once, checkErr := checkInvariants(ctx, e, history, retired, sets.List(poolNamespaces), tenantNamespaces, report.Converged)
 	report.ProvisionedOnce = once
+	report.Retired = len(retired.retired())
 	report.Violations = withLog(violations, provider.Output())
 	report.Duration = time.Since(started)
 	return report, errors.Join(convergeErr, checkErr)

@@ -19,6 +19,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -79,6 +80,9 @@ type observed struct {
 	// machines by consumer ID; data by namespace/name.
 	machines map[types.UID]*infrav1.Metal3Machine
 	data     map[types.NamespacedName]*infrav1.Metal3Data
+	// retired are the machines deleted during the run (by Cluster API),
+	// by consumer ID.
+	retired map[types.UID]string
 }
 
 // observe reads the hosts and Secrets of the pool namespaces (from pool)
@@ -126,16 +130,26 @@ func machineName(m *infrav1.Metal3Machine) string {
 }
 
 // checkHistory checks what only the hosts' history shows: how often, and
-// for whom, each host entered provisioning, and every consumer it had. It
-// returns the violations and how many machines were provisioned exactly
-// once.
+// for whom, each host entered provisioning, and every consumer it had. A
+// consumer that was deleted during the run (o.retired) and that the host
+// was released by is done with the host: the host may rightly be
+// provisioned for another machine afterwards, never before, and never for
+// a machine that still exists and is not its last consumer. It returns the
+// violations and how many machines were provisioned exactly once.
 func checkHistory(records []hostRecord, o *observed) ([]Violation, int) {
 	var out []Violation
 	episodesOf := map[types.UID][]string{}
 	hostsOf := map[types.UID][]string{}
 	for _, r := range records {
 		host := r.host.String()
-		if len(r.episodes) > 1 {
+		done := func(uid types.UID) bool { _, retired := o.retired[uid]; return retired && r.releasedFrom.Has(uid) }
+		// Each consumer at most once, and all but the last done with it.
+		perConsumer := map[types.UID]int{}
+		for _, e := range r.episodes {
+			perConsumer[e.consumerUID]++
+		}
+		if len(r.episodes) > 1 && (len(perConsumer) < len(r.episodes) ||
+			slices.ContainsFunc(r.episodes[:len(r.episodes)-1], func(e episode) bool { return !done(e.consumerUID) })) {
 			var what []string
 			for _, e := range r.episodes {
 				what = append(what, fmt.Sprintf("for %s at %s", e.consumer, e.at.Format("15:04:05.000")))
@@ -144,14 +158,20 @@ func checkHistory(records []hostRecord, o *observed) ([]Violation, int) {
 				Detail: fmt.Sprintf("host %s entered provisioning %d times: %s", host, len(r.episodes), strings.Join(what, "; "))})
 		}
 		for _, e := range r.episodes {
-			if _, ok := o.machines[e.consumerUID]; !ok {
+			if _, ok := o.machines[e.consumerUID]; !ok && !done(e.consumerUID) {
 				out = append(out, Violation{Invariant: ProvisionedOnce, Objects: []string{r.host.Name},
 					Detail: fmt.Sprintf("host %s was provisioned for %q, which is no Metal3Machine", host, e.consumer)})
 				continue
 			}
 			episodesOf[e.consumerUID] = append(episodesOf[e.consumerUID], host)
 		}
-		if len(r.consumers) > 1 {
+		var current []types.UID
+		for uid := range r.consumers {
+			if !done(uid) {
+				current = append(current, uid)
+			}
+		}
+		if len(current) > 1 {
 			objects := []string{r.host.Name}
 			var names []string
 			for _, name := range r.consumers {
@@ -164,6 +184,16 @@ func checkHistory(records []hostRecord, o *observed) ([]Violation, int) {
 		}
 		for uid := range r.consumers {
 			hostsOf[uid] = append(hostsOf[uid], host)
+		}
+	}
+	for uid, name := range o.retired {
+		if hosts := episodesOf[uid]; len(hosts) > 1 {
+			out = append(out, Violation{Invariant: ProvisionedOnce, Objects: append([]string{strings.Fields(name)[0]}, hosts...),
+				Detail: fmt.Sprintf("Metal3Machine %s, deleted during the run, was provisioned %d times (hosts: %v)", name, len(hosts), hosts)})
+		}
+		if hosts := hostsOf[uid]; len(hosts) > 1 {
+			out = append(out, Violation{Invariant: BoundOnce, Objects: append([]string{strings.Fields(name)[0]}, hosts...),
+				Detail: fmt.Sprintf("Metal3Machine %s, deleted during the run, was the consumer of %d hosts: %v", name, len(hosts), hosts)})
 		}
 	}
 	once := 0

@@ -181,6 +181,42 @@ func TestCheckFindsEachViolation(t *testing.T) {
 			},
 			want: []Invariant{OwnData}, once: 2,
 		},
+		// Cluster API deletes machines of its own accord (a MachineSet
+		// scaling down after creating one too many): their hosts, once
+		// released, are rightly provisioned again for another machine.
+		{
+			name:   "a host provisioned again after its machine was deleted and released it",
+			mutate: func(f *fixture) { reuseAfter(f, true, true) },
+			once:   1,
+		},
+		{
+			name:   "a host provisioned again after its machine was deleted, never released",
+			mutate: func(f *fixture) { reuseAfter(f, true, false) },
+			want:   []Invariant{ProvisionedOnce, BoundOnce}, once: 1,
+		},
+		{
+			name:   "a host provisioned again while its machine still exists",
+			mutate: func(f *fixture) { reuseAfter(f, false, true) },
+			// Each machine's one entry into provisioning was on host-0.
+			want: []Invariant{ProvisionedOnce, BoundOnce}, once: 2,
+		},
+		{
+			name: "a deleted machine provisioned twice on one host before another",
+			mutate: func(f *fixture) {
+				reuseAfter(f, true, true)
+				f.records[0].episodes = append([]episode{f.records[0].episodes[0]}, f.records[0].episodes...)
+			},
+			want: []Invariant{ProvisionedOnce}, once: 1,
+		},
+		{
+			name: "a live machine's host provisioned for a deleted machine after it",
+			mutate: func(f *fixture) {
+				reuseAfter(f, true, true)
+				e := f.records[0].episodes
+				f.records[0].episodes = []episode{e[1], e[0]}
+			},
+			want: []Invariant{ProvisionedOnce}, once: 1,
+		},
 		{
 			name: "a host given metadata rendered for another machine",
 			mutate: func(f *fixture) {
@@ -206,6 +242,28 @@ func TestCheckFindsEachViolation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reuseAfter makes the fixture's host first provisioned for an earlier
+// machine, worker-9, which was deleted during the run (retired) or still
+// exists, and which the host was released by (released) or not.
+func reuseAfter(f *fixture, retired, released bool) {
+	const earlier = types.UID("gone-uid")
+	name := "tenant/worker-9 (gone-uid)"
+	r := &f.records[0]
+	r.episodes = append([]episode{{consumer: name, consumerUID: earlier}}, r.episodes...)
+	r.consumers[earlier] = name
+	if released {
+		r.releasedFrom = sets.New(earlier)
+	}
+	if retired {
+		f.o.retired = map[types.UID]string{earlier: name}
+		return
+	}
+	m := f.o.machines["m-uid"].DeepCopy()
+	m.Name, m.UID = "worker-9", earlier
+	m.Annotations[infrav1.HostAnnotation] = "pool/host-9"
+	f.o.machines[earlier] = m
 }
 
 // TestHistorianCountsEntriesIntoProvisioning feeds the historian the
@@ -253,5 +311,9 @@ func TestHistorianCountsEntriesIntoProvisioning(t *testing.T) {
 	}
 	if len(records[0].consumers) != 3 {
 		t.Errorf("consumers %v, want a, b and c", records[0].consumers)
+	}
+	// a was replaced by b without a release; b was released.
+	if want := sets.New[types.UID]("b"); !records[0].releasedFrom.Equal(want) {
+		t.Errorf("released by %v, want %v", sets.List(records[0].releasedFrom), sets.List(want))
 	}
 }

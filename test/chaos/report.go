@@ -48,6 +48,10 @@ type Report struct {
 	// ProvisionedOnce counts the machines whose host entered provisioning
 	// exactly once, for them alone; Options.Machines when all is well.
 	ProvisionedOnce int
+	// Retired counts the Metal3Machines deleted during the run: Cluster
+	// API's MachineSets replace or scale down machines of their own accord
+	// (see retirements).
+	Retired int
 	// Violations of every invariant, in the order of Invariants.
 	Violations []Violation
 }
@@ -77,6 +81,9 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "  %s %s after the last restart; whole run %s, of which setup %s\n", converged,
 		r.TimeToConverge.Round(100*time.Millisecond), r.Duration.Round(100*time.Millisecond), r.Setup.Round(100*time.Millisecond))
 	fmt.Fprintf(&b, "  %-50s %d/%d\n", "machines provisioned exactly once", r.ProvisionedOnce, r.Options.Machines)
+	if r.Retired > 0 {
+		fmt.Fprintf(&b, "  %-50s %d\n", "machines Cluster API deleted during the run", r.Retired)
+	}
 	for _, inv := range Invariants {
 		fmt.Fprintf(&b, "  %-50s %d violations\n", inv, r.Count(inv))
 	}

@@ -320,7 +320,7 @@ const settleTimeout = time.Minute
 // checkInvariants checks the hosts' history and the final state. For a
 // converged run the state is read until it keeps every invariant or
 // settleTimeout passes; the violations are those of the last reading.
-func checkInvariants(ctx context.Context, e *env.Environment, h *historian, poolNamespaces, tenantNamespaces []string,
+func checkInvariants(ctx context.Context, e *env.Environment, h *historian, r *retirements, poolNamespaces, tenantNamespaces []string,
 	converged bool,
 ) ([]Violation, int, error) {
 	var state []Violation
@@ -340,6 +340,7 @@ func checkInvariants(ctx context.Context, e *env.Environment, h *historian, pool
 	if err != nil && !wait.Interrupted(err) {
 		return nil, 0, err
 	}
+	o.retired = r.retired()
 	history, once := checkHistory(h.records(), o)
 	violations := slices.Concat(history, state)
 	slices.SortFunc(violations, func(a, b Violation) int {
