@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/metal3-io/cluster-api-provider-metal3/test/e2e/env"
@@ -75,31 +76,39 @@ type historian struct {
 // cfg; the watch ends with ctx.
 func watchHosts(ctx context.Context, cfg *rest.Config, namespaces sets.Set[string]) (*historian, error) {
 	h := &historian{namespaces: namespaces, firstClaim: make(chan struct{}), hosts: map[types.NamespacedName]*hostHistory{}}
+	err := watch(ctx, cfg, sets.List(namespaces), &bmov1alpha1.BareMetalHost{}, toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    h.saw,
+		UpdateFunc: func(_, obj any) { h.saw(obj) },
+	})
+	return h, err
+}
+
+// watch hands every event of kind obj in namespaces of the server at cfg
+// to handler, from a cache synced before it returns, until ctx ends.
+func watch(ctx context.Context, cfg *rest.Config, namespaces []string, obj client.Object, handler toolscache.ResourceEventHandler) error {
+	kind := fmt.Sprintf("%T", obj)
 	byNamespace := map[string]cache.Config{}
-	for ns := range namespaces {
+	for _, ns := range namespaces {
 		byNamespace[ns] = cache.Config{}
 	}
-	hostCache, err := cache.New(cfg, cache.Options{
+	c, err := cache.New(cfg, cache.Options{
 		Scheme: env.Scheme(), DefaultNamespaces: byNamespace, DefaultTransform: cache.TransformStripManagedFields(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("host cache: %w", err)
+		return fmt.Errorf("%s cache: %w", kind, err)
 	}
-	informer, err := hostCache.GetInformer(ctx, &bmov1alpha1.BareMetalHost{})
+	informer, err := c.GetInformer(ctx, obj)
 	if err != nil {
-		return nil, fmt.Errorf("host informer: %w", err)
+		return fmt.Errorf("%s informer: %w", kind, err)
 	}
-	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    h.saw,
-		UpdateFunc: func(_, obj any) { h.saw(obj) },
-	}); err != nil {
-		return nil, fmt.Errorf("host informer: %w", err)
+	if _, err := informer.AddEventHandler(handler); err != nil {
+		return fmt.Errorf("%s informer: %w", kind, err)
 	}
-	go func() { _ = hostCache.Start(ctx) }()
-	if !hostCache.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("host cache did not sync: %w", ctx.Err())
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return fmt.Errorf("%s cache did not sync: %w", kind, ctx.Err())
 	}
-	return h, nil
+	return nil
 }
 
 // inProvisioning: the host is being, or has been, given an image.
@@ -194,28 +203,8 @@ type retirements struct {
 // namespaces of the management server at cfg; the watch ends with ctx.
 func watchRetirements(ctx context.Context, cfg *rest.Config, namespaces []string) (*retirements, error) {
 	r := &retirements{consumers: map[types.UID]string{}}
-	byNamespace := map[string]cache.Config{}
-	for _, ns := range namespaces {
-		byNamespace[ns] = cache.Config{}
-	}
-	machineCache, err := cache.New(cfg, cache.Options{
-		Scheme: env.Scheme(), DefaultNamespaces: byNamespace, DefaultTransform: cache.TransformStripManagedFields(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("Metal3Machine cache: %w", err)
-	}
-	informer, err := machineCache.GetInformer(ctx, &infrav1.Metal3Machine{})
-	if err != nil {
-		return nil, fmt.Errorf("Metal3Machine informer: %w", err)
-	}
-	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: r.deleted}); err != nil {
-		return nil, fmt.Errorf("Metal3Machine informer: %w", err)
-	}
-	go func() { _ = machineCache.Start(ctx) }()
-	if !machineCache.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("Metal3Machine cache did not sync: %w", ctx.Err())
-	}
-	return r, nil
+	err := watch(ctx, cfg, namespaces, &infrav1.Metal3Machine{}, toolscache.ResourceEventHandlerFuncs{DeleteFunc: r.deleted})
+	return r, err
 }
 
 func (r *retirements) deleted(obj any) {
