@@ -65,8 +65,8 @@ const (
 // for that delay: a host that waits on the operator (waitingFor) with no
 // change for lookAfter gets lookAnnotation set to the time, an annotation
 // change the operator reconciles at once, and again every lookAfter while
-// it waits; a look out of step with the other host's also ends a
-// clear-and-set of the one image. It never touches a paused host, one
+// it waits (a look out of step with the other host's should also end a
+// clear-and-set of the one image; not observed here). It never touches a paused host, one
 // being rebooted (its reboot annotations keep it off on purpose) or one in
 // error (the operator's own backoff, as with Ironic). A powered-on host
 // asked to be off is not paced: with one power flag, pacing both sides
@@ -81,6 +81,7 @@ type pacer struct {
 	waits map[types.UID]hostWait
 }
 
+// hostWait is one host's wait on the operator, as the pacer saw it.
 type hostWait struct {
 	what  string
 	since time.Time
